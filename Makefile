@@ -1,0 +1,71 @@
+# rdmaops.cluster: one entry point for set-up, the lab and the tests.
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -eu -o pipefail -c
+
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+LAB_NODES ?= 3
+LAB_TOPOLOGY ?= mesh
+
+.PHONY: help venv deps unit lint sanity molecule test demo lab-up lab-down clean
+
+help:
+	@echo "make demo      build the local virtual cluster (root) and provision it with site.yml"
+	@echo "make test      install what the tests need and run all of them (root)"
+	@echo "make unit      unit tests only (no root)"
+	@echo "make lab-up    LAB_NODES=3 LAB_TOPOLOGY=mesh|switched: build the lab"
+	@echo "make lab-down  tear the lab down (also after a crash)"
+
+$(VENV)/.stamp: requirements.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+venv: $(VENV)/.stamp
+
+# Host packages for the lab and the tests (Debian 12 / Ubuntu, as root).
+HOST_PKGS := systemd-container mmdebstrap apt-cacher-ng iproute2 iperf3 openssh-client rsync libyang2-tools
+deps:
+	@missing=$$(for p in $(HOST_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done)
+	if [ -n "$$missing" ]; then
+	  apt-get update -q -o DPkg::Lock::Timeout=300
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=300 $$missing
+	fi
+
+unit: venv
+	$(BIN)/pytest -q tests/unit
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/ansible-lint --profile production
+
+# ansible-test needs the collection under ansible_collections/<ns>/<name>.
+sanity: venv
+	tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT
+	dst=$$tmp/ansible_collections/rdmaops/cluster; mkdir -p $$dst
+	git ls-files -z --cached --others --exclude-standard | grep -zv '^\.collections/' | xargs -0 cp --parents -t $$dst
+	cd $$dst && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --local --python 3.11 -v
+
+molecule: venv deps
+	$(BIN)/molecule test --all
+
+test: deps venv lint unit sanity molecule
+
+lab-up: venv deps
+	$(BIN)/ansible-playbook playbooks/lab.yml -e lab_state=present -e lab_nodes=$(LAB_NODES) -e lab_topology=$(LAB_TOPOLOGY)
+
+lab-down: venv
+	$(BIN)/ansible-playbook playbooks/lab.yml -e lab_state=absent
+
+demo: lab-up
+	$(BIN)/ansible-playbook -i inventories/lab site.yml
+	$(BIN)/ansible-playbook -i inventories/lab playbooks/lab_report.yml
+
+clean: lab-down
+	rm -rf $(VENV)
