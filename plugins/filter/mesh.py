@@ -1,0 +1,103 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for mesh / switched data-network addressing (docs: the .yml files beside this one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import wraps
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addressing as ma
+
+
+def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ma.MeshAddressingError as exc:
+            raise AnsibleFilterError(f"{func.__name__}: {exc}") from exc
+
+    return wrapper
+
+
+@_filter_errors
+def mesh_links(hosts: Any, pool: Any = "192.168.100.0/22", prefix: Any = 30) -> list[dict[str, str]]:
+    return ma.mesh_links(hosts, pool, prefix)
+
+
+@_filter_errors
+def mesh_switched_addresses(hosts: Any, subnet: Any = "192.168.200.0/24") -> dict[str, dict[str, Any]]:
+    return ma.switched_addresses(hosts, subnet)
+
+
+@_filter_errors
+def mesh_node_addresses(hosts: Any, pool: Any = "10.255.0.0/24") -> dict[str, str]:
+    return ma.node_addresses(hosts, pool)
+
+
+@_filter_errors
+def mesh_pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
+    if not isinstance(pools, Mapping):
+        raise ma.MeshAddressingError(f"pools {pools!r} is not a mapping of name to CIDR")
+    return ma.pool_errors(pools, mgmt_cidr)
+
+
+@_filter_errors
+def mesh_port_errors(
+    host: str, hosts: Any, topology: str, ports: Any, fabric_port: Any, facts: Mapping[str, Any]
+) -> list[str]:
+    return ma.port_errors(
+        host, ma.check_hosts(hosts), topology, ports, fabric_port, ma.facts_interfaces(facts)
+    )
+
+
+@_filter_errors
+def mesh_host_plan(
+    host: str,
+    hosts: Any,
+    topology: str,
+    facts: Mapping[str, Any],
+    ports: Any = None,
+    fabric_port: Any = None,
+    link_pool: str = "192.168.100.0/22",
+    link_prefix: Any = 30,
+    node_pool: str = "10.255.0.0/24",
+    fabric_subnet: str = "192.168.200.0/24",
+    nodeaddr_ifname: str = "nodeaddr0",
+) -> dict[str, Any]:
+    return ma.host_plan(
+        host,
+        hosts,
+        topology,
+        ports=ports,
+        fabric_port=fabric_port,
+        interfaces=ma.facts_interfaces(facts),
+        link_pool=link_pool,
+        link_prefix=link_prefix,
+        node_pool=node_pool,
+        fabric_subnet=fabric_subnet,
+        nodeaddr_ifname=nodeaddr_ifname,
+    )
+
+
+@_filter_errors
+def mesh_netplan(plan: Mapping[str, Any], mtu: Any = 9000) -> dict[str, Any]:
+    return ma.netplan_document(plan, mtu)
+
+
+class FilterModule:
+    """rdmaops.cluster mesh addressing filters."""
+
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {
+            "mesh_links": mesh_links,
+            "mesh_switched_addresses": mesh_switched_addresses,
+            "mesh_node_addresses": mesh_node_addresses,
+            "mesh_pool_errors": mesh_pool_errors,
+            "mesh_port_errors": mesh_port_errors,
+            "mesh_host_plan": mesh_host_plan,
+            "mesh_netplan": mesh_netplan,
+        }

@@ -1,0 +1,400 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Address plans for direct-connect meshes and switched fabrics.
+
+Pure, typed functions (netaddr only) that the filter plugins in
+plugins/filter/mesh.py wrap. Every number handed out depends only on a host's
+position in the host list, so appending a host never renumbers existing ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from netaddr import AddrFormatError, IPAddress, IPNetwork
+
+
+class MeshAddressingError(ValueError):
+    """Raised for bad input; the message always names the offending value."""
+
+
+# --------------------------------------------------------------------------- basics
+
+
+def parse_pool(value: Any, what: str = "pool") -> IPNetwork:
+    """Parse an IPv4 CIDR string; reject host bits so a typo is not silently 'fixed'."""
+    if not isinstance(value, str) or "/" not in value:
+        raise MeshAddressingError(f"{what} {value!r} is not a CIDR string such as '192.168.100.0/22'")
+    try:
+        net = IPNetwork(value)
+    except (AddrFormatError, ValueError, TypeError) as exc:
+        raise MeshAddressingError(f"{what} {value!r} is not a valid CIDR: {exc}") from exc
+    if net.version != 4:
+        raise MeshAddressingError(f"{what} {value!r} is not IPv4 (only IPv4 fabrics are supported)")
+    if net.ip != net.network:
+        raise MeshAddressingError(f"{what} {value!r} has host bits set; did you mean '{net.cidr}'?")
+    return net
+
+
+def parse_prefix(value: Any, pool: IPNetwork, what: str = "prefix") -> int:
+    """A link prefix must fit in the pool and leave two usable addresses (/31 is allowed, RFC 3021)."""
+    if isinstance(value, bool):
+        raise MeshAddressingError(f"{what} {value!r} is not an integer")
+    try:
+        prefix = int(value)
+    except (TypeError, ValueError) as exc:
+        raise MeshAddressingError(f"{what} {value!r} is not an integer") from exc
+    if str(value).strip() != str(prefix):
+        raise MeshAddressingError(f"{what} {value!r} is not an integer")
+    if prefix > 31:
+        raise MeshAddressingError(f"{what} {value!r} is too long: a link needs two addresses (at most /31)")
+    if prefix < pool.prefixlen:
+        raise MeshAddressingError(
+            f"{what} {value!r} is shorter than the pool {pool.cidr} (/{pool.prefixlen})"
+        )
+    return prefix
+
+
+def check_hosts(hosts: Any) -> list[str]:
+    """Hosts must be a list of unique, non-empty strings; order is the numbering."""
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, Iterable):
+        raise MeshAddressingError(f"hosts {hosts!r} is not a list of host names")
+    out: list[str] = []
+    seen: set[str] = set()
+    for host in hosts:
+        if not isinstance(host, str) or not host:
+            raise MeshAddressingError(f"host name {host!r} is not a non-empty string")
+        if host in seen:
+            raise MeshAddressingError(f"duplicate host {host!r} in the host list")
+        seen.add(host)
+        out.append(host)
+    return out
+
+
+def pair_index(i: int, j: int) -> int:
+    """Index of the unordered pair {i, j} in 'order of first possibility'.
+
+    Pairs among hosts 0..k-1 take indexes 0..k(k-1)/2-1; host k's pairs come next
+    (k, 0), (k, 1), ... (k, k-1). So appending host k only adds indexes at the end.
+    """
+    if i == j or i < 0 or j < 0:
+        raise MeshAddressingError(f"pair ({i}, {j}) is not a pair of two different hosts")
+    lo, hi = (i, j) if i < j else (j, i)
+    return hi * (hi - 1) // 2 + lo
+
+
+def _nth_subnet(pool: IPNetwork, prefix: int, index: int) -> IPNetwork:
+    step = 1 << (32 - prefix)
+    capacity = pool.size // step
+    if index >= capacity:
+        raise MeshAddressingError(
+            f"pool {pool.cidr} is too small: it holds {capacity} /{prefix} subnets, "
+            f"subnet #{index + 1} is needed"
+        )
+    return IPNetwork(f"{IPAddress(pool.first + index * step)}/{prefix}")
+
+
+def _link_ends(subnet: IPNetwork) -> tuple[IPAddress, IPAddress]:
+    # /31 has no network/broadcast address (RFC 3021); otherwise skip the network address.
+    if subnet.prefixlen == 31:
+        return IPAddress(subnet.first), IPAddress(subnet.first + 1)
+    return IPAddress(subnet.first + 1), IPAddress(subnet.first + 2)
+
+
+# --------------------------------------------------------------------------- plans
+
+
+def mesh_links(hosts: Any, pool: Any, prefix: Any = 30) -> list[dict[str, str]]:
+    """One entry per unordered host pair: {a, b, subnet, a_ip, b_ip}.
+
+    ``a`` is the host that comes first in ``hosts``. Entries are ordered by pair index.
+    """
+    names = check_hosts(hosts)
+    net = parse_pool(pool)
+    plen = parse_prefix(prefix, net)
+    needed = len(names) * (len(names) - 1) // 2
+    capacity = net.size >> (32 - plen)
+    if needed > capacity:
+        raise MeshAddressingError(
+            f"pool {net.cidr} is too small: it holds {capacity} /{plen} subnets, "
+            f"{len(names)} hosts need {needed} (one per pair)"
+        )
+    links: list[dict[str, str]] = []
+    for j in range(len(names)):
+        for i in range(j):
+            subnet = _nth_subnet(net, plen, pair_index(i, j))
+            a_ip, b_ip = _link_ends(subnet)
+            links.append(
+                {"a": names[i], "b": names[j], "subnet": str(subnet), "a_ip": str(a_ip), "b_ip": str(b_ip)}
+            )
+    return links
+
+
+def _nth_host(net: IPNetwork, index: int, what: str) -> IPAddress:
+    # Host k gets the (k+1)-th address: the network address is skipped, and so is
+    # the broadcast address, so the plan reads naturally (.1, .2, ...).
+    usable = net.size - 2 if net.prefixlen < 31 else net.size
+    first = net.first + 1 if net.prefixlen < 31 else net.first
+    if index >= usable:
+        raise MeshAddressingError(
+            f"{what} {net.cidr} is too small: it has {usable} host addresses, address #{index + 1} is needed"
+        )
+    return IPAddress(first + index)
+
+
+def switched_addresses(hosts: Any, subnet: Any) -> dict[str, dict[str, Any]]:
+    """One address per host in a single shared subnet: {host: {address, prefix, cidr}}."""
+    names = check_hosts(hosts)
+    net = parse_pool(subnet, "subnet")
+    if names:
+        _nth_host(net, len(names) - 1, "subnet")
+    out: dict[str, dict[str, Any]] = {}
+    for k, host in enumerate(names):
+        addr = _nth_host(net, k, "subnet")
+        out[host] = {"address": str(addr), "prefix": net.prefixlen, "cidr": f"{addr}/{net.prefixlen}"}
+    return out
+
+
+def node_addresses(hosts: Any, pool: Any) -> dict[str, str]:
+    """A stable /32 node address per host: {host: address}."""
+    names = check_hosts(hosts)
+    net = parse_pool(pool, "node pool")
+    if names:
+        _nth_host(net, len(names) - 1, "node pool")
+    return {host: str(_nth_host(net, k, "node pool")) for k, host in enumerate(names)}
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
+    """Messages for unparsable pools, pools that overlap each other, or the management network."""
+    errors: list[str] = []
+    parsed: dict[str, IPNetwork] = {}
+    for name, value in pools.items():
+        try:
+            parsed[name] = parse_pool(value, name)
+        except MeshAddressingError as exc:
+            errors.append(str(exc))
+    mgmt: IPNetwork | None = None
+    try:
+        mgmt = IPNetwork(mgmt_cidr).cidr if isinstance(mgmt_cidr, str) and "/" in mgmt_cidr else None
+    except (AddrFormatError, ValueError, TypeError):
+        mgmt = None
+    if mgmt is None:
+        errors.append(f"mesh_network_mgmt_cidr {mgmt_cidr!r} is not a CIDR such as '10.0.0.0/24'")
+    names = list(parsed)
+    for x, a in enumerate(names):
+        for b in names[x + 1 :]:
+            if parsed[a] in parsed[b] or parsed[b] in parsed[a] or _overlap(parsed[a], parsed[b]):
+                errors.append(f"{a} {parsed[a].cidr} overlaps {b} {parsed[b].cidr}")
+        if mgmt is not None and _overlap(parsed[a], mgmt):
+            errors.append(f"{a} {parsed[a].cidr} overlaps the management network {mgmt}")
+    return errors
+
+
+def _overlap(a: IPNetwork, b: IPNetwork) -> bool:
+    return a.first <= b.last and b.first <= a.last
+
+
+def facts_interfaces(facts: Mapping[str, Any]) -> dict[str, str]:
+    """{ifname: mac} from ansible_facts (keys there have '-' and ':' turned into '_')."""
+    out: dict[str, str] = {}
+    for name in facts.get("interfaces", []) or []:
+        entry = facts.get(name) or facts.get(name.replace("-", "_").replace(":", "_")) or {}
+        mac = entry.get("macaddress", "") if isinstance(entry, Mapping) else ""
+        out[str(name)] = str(mac or "").lower()
+    return out
+
+
+def resolve_port(
+    spec: Any, interfaces: Mapping[str, str], label: str
+) -> tuple[dict[str, str] | None, str | None]:
+    """Turn 'ifname' or {name, macaddress} into {name, macaddress}; or return an error message."""
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if not isinstance(spec, Mapping) or not (spec.get("name") or spec.get("macaddress")):
+        return (
+            None,
+            f"{label} {spec!r} is neither an interface name nor a mapping with name and/or macaddress",
+        )
+    name = str(spec.get("name") or "")
+    mac = str(spec.get("macaddress") or "").lower()
+    if mac:
+        owners = [ifname for ifname, ifmac in interfaces.items() if ifmac == mac]
+        if not owners:
+            return None, f"{label} macaddress {mac!r} is not on any interface of this host"
+        if name and name not in owners:
+            return (
+                None,
+                f"{label} macaddress {mac!r} belongs to {owners[0]!r}, not to the named interface {name!r}",
+            )
+        name = name or owners[0]
+    elif name not in interfaces:
+        known = ", ".join(sorted(interfaces)) or "none"
+        return None, f"{label} interface {name!r} does not exist on this host (it has: {known})"
+    return {"name": name, "macaddress": mac}, None
+
+
+def port_errors(
+    host: str,
+    hosts: Sequence[str],
+    topology: str,
+    ports: Any,
+    fabric_port: Any,
+    interfaces: Mapping[str, str],
+) -> list[str]:
+    """Everything wrong with one host's port map, each message naming the bad value."""
+    errors: list[str] = []
+    if topology == "switched":
+        if not fabric_port:
+            return [f"{host}: mesh_network_fabric_port is not set (switched topology)"]
+        _, err = resolve_port(fabric_port, interfaces, f"{host}: mesh_network_fabric_port")
+        return [err] if err else []
+    if topology != "mesh":
+        return [f"mesh_network_topology {topology!r} is neither 'mesh' nor 'switched'"]
+    if not isinstance(ports, Mapping):
+        return [f"{host}: mesh_network_ports {ports!r} is not a mapping of peer host to interface"]
+    peers = [h for h in hosts if h != host]
+    for peer in peers:
+        if peer not in ports:
+            errors.append(f"{host}: mesh_network_ports has no port for peer {peer!r}")
+    used: dict[str, str] = {}
+    for peer, spec in ports.items():
+        if peer == host:
+            errors.append(f"{host}: mesh_network_ports names the host itself ({peer!r}) as a peer")
+            continue
+        if peer not in hosts:
+            errors.append(f"{host}: mesh_network_ports names {peer!r}, which is not one of the mesh hosts")
+            continue
+        resolved, err = resolve_port(spec, interfaces, f"{host}: port for peer {peer!r}:")
+        if err:
+            errors.append(err)
+            continue
+        assert resolved is not None
+        ifname = resolved["name"]
+        if ifname in used:
+            errors.append(f"{host}: interface {ifname!r} is used for both {used[ifname]!r} and {peer!r}")
+        used[ifname] = peer
+    return errors
+
+
+# --------------------------------------------------------------------------- per-host plan
+
+
+def host_plan(
+    host: str,
+    hosts: Any,
+    topology: str,
+    *,
+    ports: Mapping[str, Any] | None = None,
+    fabric_port: Any = None,
+    interfaces: Mapping[str, str] | None = None,
+    link_pool: str = "192.168.100.0/22",
+    link_prefix: Any = 30,
+    node_pool: str = "10.255.0.0/24",
+    fabric_subnet: str = "192.168.200.0/24",
+    nodeaddr_ifname: str = "nodeaddr0",
+) -> dict[str, Any]:
+    """What one host needs: its node address, the interface sockets should bind, its links."""
+    names = check_hosts(hosts)
+    if host not in names:
+        raise MeshAddressingError(f"host {host!r} is not in the host list {names!r}")
+    ifaces = dict(interfaces or {})
+    errors = port_errors(host, names, topology, ports or {}, fabric_port, ifaces)
+    if errors:
+        raise MeshAddressingError("; ".join(errors))
+    plan: dict[str, Any] = {"host": host, "index": names.index(host), "topology": topology}
+    if topology == "switched":
+        fabric, _ = resolve_port(fabric_port, ifaces, "fabric port")
+        assert fabric is not None
+        mine = switched_addresses(names, fabric_subnet)
+        plan.update(
+            node_address=mine[host]["address"],
+            socket_ifname=fabric["name"],
+            links=[],
+            fabric={**fabric, **mine[host], "subnet": str(parse_pool(fabric_subnet, "subnet").cidr)},
+            peers={h: mine[h]["address"] for h in names if h != host},
+        )
+        return plan
+    nodes = node_addresses(names, node_pool)
+    links: list[dict[str, Any]] = []
+    for link in mesh_links(names, link_pool, link_prefix):
+        if host not in (link["a"], link["b"]):
+            continue
+        me_a = link["a"] == host
+        peer = link["b"] if me_a else link["a"]
+        port, _ = resolve_port((ports or {})[peer], ifaces, "port")
+        assert port is not None
+        links.append(
+            {
+                "peer": peer,
+                "ifname": port["name"],
+                "macaddress": port["macaddress"],
+                "subnet": link["subnet"],
+                "prefix": int(link["subnet"].split("/")[1]),
+                "address": link["a_ip"] if me_a else link["b_ip"],
+                "peer_address": link["b_ip"] if me_a else link["a_ip"],
+                "peer_node_address": nodes[peer],
+            }
+        )
+    links.sort(key=lambda entry: names.index(entry["peer"]))
+    plan.update(
+        node_address=nodes[host],
+        socket_ifname=nodeaddr_ifname,
+        links=links,
+        fabric=None,
+        peers={h: nodes[h] for h in names if h != host},
+    )
+    return plan
+
+
+def netplan_document(plan: Mapping[str, Any], mtu: Any = 9000) -> dict[str, Any]:
+    """The netplan v2 document for the data ports in ``plan`` (networkd renderer)."""
+    try:
+        mtu_value = int(mtu)
+    except (TypeError, ValueError) as exc:
+        raise MeshAddressingError(f"mtu {mtu!r} is not an integer") from exc
+    if not 1280 <= mtu_value <= 9216:
+        raise MeshAddressingError(f"mtu {mtu!r} is outside 1280..9216")
+    ethernets: dict[str, Any] = {}
+    network: dict[str, Any] = {"version": 2, "ethernets": ethernets}
+
+    def port(ifname: str, mac: str) -> dict[str, Any]:
+        entry: dict[str, Any] = {"renderer": "networkd"}
+        if mac:
+            # Match by MAC so a renamed or re-enumerated NIC still gets its address.
+            entry["match"] = {"macaddress": mac}
+            entry["set-name"] = ifname
+        entry.update({"mtu": mtu_value, "optional": True, "link-local": []})
+        return entry
+
+    if plan["topology"] == "switched":
+        fabric = plan["fabric"]
+        entry = port(fabric["name"], fabric["macaddress"])
+        entry["addresses"] = [fabric["cidr"]]
+        ethernets[fabric["name"]] = entry
+        return {"network": network}
+
+    own = plan["node_address"]
+    for link in plan["links"]:
+        entry = port(link["ifname"], link["macaddress"])
+        entry["addresses"] = [f"{link['address']}/{link['prefix']}"]
+        # Host route to the peer's node address over the direct link, sourced from our
+        # node address, so sockets bound to the node address stay on the mesh.
+        entry["routes"] = [
+            {"to": f"{link['peer_node_address']}/32", "via": link["peer_address"], "from": own}
+        ]
+        ethernets[link["ifname"]] = entry
+    # An empty bridge holds the node address: it is always up (ignore-carrier) and,
+    # unlike lo, gives gloo/NCCL an interface name that resolves to that address.
+    network["bridges"] = {
+        plan["socket_ifname"]: {
+            "renderer": "networkd",
+            "interfaces": [],
+            "addresses": [f"{own}/32"],
+            "ignore-carrier": True,
+            "link-local": [],
+        }
+    }
+    return {"network": network}

@@ -1,0 +1,247 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Install a netplan file and keep it only if the network still answers afterwards.
+
+`netplan try` cannot be used unattended (it reverts at once with stdin on /dev/null and
+exits 0 either way) and `netplan apply` needs udev. This does what works on servers
+with the networkd renderer and in containers alike: back up, install, `netplan
+generate` (restore on failure), `networkctl reload`, then probe with retries the
+targets that answered before the change; restore, regenerate and reload if any
+stopped answering. Side effects go through `ApplyOps` so the decisions are unit-tested.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+GENERATE = ["netplan", "generate"]
+RELOAD = ["networkctl", "reload"]
+
+
+class ApplyError(Exception):
+    """The new file was not kept; ``details`` says what happened and whether restore worked."""
+
+    def __init__(self, msg: str, details: dict[str, Any]) -> None:
+        super().__init__(msg)
+        self.details = details
+
+
+@dataclass(frozen=True)
+class Target:
+    """Something that must keep answering: ``size`` > 0 sends a don't-fragment ping of that payload."""
+
+    address: str
+    size: int = 0
+
+    def label(self) -> str:
+        return f"{self.address} (DF {self.size} B)" if self.size else self.address
+
+
+def parse_targets(raw: Sequence[Any]) -> list[Target]:
+    targets: list[Target] = []
+    for item in raw:
+        if isinstance(item, str):
+            targets.append(Target(item))
+        elif isinstance(item, dict) and item.get("address"):
+            targets.append(Target(str(item["address"]), int(item.get("size") or 0)))
+        else:
+            raise ValueError(f"check target {item!r} is neither an address nor a mapping with 'address'")
+    return targets
+
+
+def ping_argv(target: Target, wait_s: int = 1) -> list[str]:
+    argv = ["ping", "-n", "-q", "-c", "1", "-W", str(wait_s)]
+    if target.size:
+        argv += ["-M", "do", "-s", str(target.size)]
+    return [*argv, target.address]
+
+
+def probe_parallel(targets: Sequence[Target], wait_s: int = 1) -> list[bool]:
+    """One ping per target, all at once, so a probe round takes about ``wait_s``."""
+    procs = [
+        subprocess.Popen(ping_argv(t, wait_s), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for t in targets
+    ]
+    return [proc.wait() == 0 for proc in procs]
+
+
+def run_command(argv: list[str]) -> tuple[int, str, str]:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    except FileNotFoundError as exc:
+        return 127, "", str(exc)
+    except subprocess.TimeoutExpired:
+        return 124, "", f"{' '.join(argv)} timed out"
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def read_file(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def write_file(path: str, content: str, mode: int) -> None:
+    """Atomic replace, created with the final mode so the file is never world-readable."""
+    directory = os.path.dirname(path) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".rdmaops-", dir=directory)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def remove_file(path: str) -> None:
+    if os.path.exists(path):
+        os.unlink(path)
+
+
+def file_mode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return None
+
+
+@dataclass
+class ApplyOps:
+    read: Callable[[str], str | None] = read_file
+    write: Callable[[str, str, int], None] = write_file
+    remove: Callable[[str], None] = remove_file
+    mode: Callable[[str], int | None] = file_mode
+    chmod: Callable[[str, int], None] = os.chmod
+    run: Callable[[list[str]], tuple[int, str, str]] = run_command
+    probe: Callable[[Sequence[Target]], list[bool]] = probe_parallel
+    sleep: Callable[[float], None] = time.sleep
+    monotonic: Callable[[], float] = time.monotonic
+
+
+@dataclass
+class ApplyResult:
+    changed: bool
+    before: str | None
+    after: str
+    backup_file: str | None = None
+    required: list[str] = field(default_factory=list)
+    waited_s: float = 0.0
+
+
+def _wait_for(targets: Sequence[Target], timeout_s: float, ops: ApplyOps) -> list[Target]:
+    """Probe until every target answers or time runs out; return those still silent."""
+    start = ops.monotonic()
+    missing = list(targets)
+    while missing:
+        answers = ops.probe(missing)
+        missing = [t for t, ok in zip(missing, answers, strict=True) if not ok]
+        if not missing or ops.monotonic() - start >= timeout_s:
+            break
+        ops.sleep(1.0)
+    return missing
+
+
+def _restore(dest: str, old: str | None, mode: int, ops: ApplyOps) -> list[str]:
+    """Put the old file back (or remove ours) and re-apply; return the problems seen while doing so."""
+    problems: list[str] = []
+    if old is None:
+        ops.remove(dest)
+    else:
+        ops.write(dest, old, mode)
+    for argv in (GENERATE, RELOAD):
+        rc, _, err = ops.run(argv)
+        if rc != 0:
+            problems.append(f"{' '.join(argv)} failed during restore (rc={rc}): {err.strip()}")
+    return problems
+
+
+def safe_apply(
+    dest: str,
+    content: str,
+    *,
+    mode: int = 0o600,
+    targets: Sequence[Target] = (),
+    timeout_s: float = 20.0,
+    check_mode: bool = False,
+    backup: bool = True,
+    ops: ApplyOps | None = None,
+) -> ApplyResult:
+    ops = ops or ApplyOps()
+    old = ops.read(dest)
+    if old == content:
+        if ops.mode(dest) != mode:
+            # Same content, wrong mode: fix the mode only; nothing to re-apply.
+            if not check_mode:
+                ops.chmod(dest, mode)
+            return ApplyResult(changed=True, before=old, after=content)
+        return ApplyResult(changed=False, before=old, after=content)
+    if check_mode:
+        return ApplyResult(changed=True, before=old, after=content)
+
+    # Only what answers now must answer afterwards: on a first run the peers have no
+    # addresses yet, later the change must not break what works.
+    answered = ops.probe(list(targets)) if targets else []
+    required = [t for t, ok in zip(targets, answered, strict=True) if ok]
+    backup_file = None
+    if backup and old is not None:
+        backup_file = f"{dest}.rdmaops-prev"
+        ops.write(backup_file, old, mode)
+    ops.write(dest, content, mode)
+    details: dict[str, Any] = {
+        "required": [t.label() for t in required],
+        "backup_file": backup_file,
+        "rolled_back": True,
+    }
+
+    rc, _, err = ops.run(GENERATE)
+    if rc != 0:
+        details["restore_problems"] = _restore(dest, old, mode, ops)
+        raise ApplyError(
+            f"netplan generate rejected the new {dest} (rc={rc}): {err.strip()}; "
+            "the previous file was restored",
+            details,
+        )
+    rc, _, err = ops.run(RELOAD)
+    if rc != 0:
+        details["restore_problems"] = _restore(dest, old, mode, ops)
+        raise ApplyError(
+            f"networkctl reload failed (rc={rc}): {err.strip()}; the previous file was restored", details
+        )
+
+    start = ops.monotonic()
+    missing = _wait_for(required, timeout_s, ops)
+    waited = ops.monotonic() - start
+    if missing:
+        details["restore_problems"] = _restore(dest, old, mode, ops)
+        back = _wait_for(missing, timeout_s, ops)
+        details["still_unreachable_after_restore"] = [t.label() for t in back]
+        labels = ", ".join(t.label() for t in missing)
+        raise ApplyError(
+            f"after applying {dest}, {labels} stopped answering within {timeout_s:g} s; "
+            f"the previous configuration was restored"
+            + (
+                f" but {', '.join(t.label() for t in back)} still does not answer"
+                if back
+                else " and answers again"
+            ),
+            details,
+        )
+    return ApplyResult(
+        changed=True,
+        before=old,
+        after=content,
+        backup_file=backup_file,
+        required=[t.label() for t in required],
+        waited_s=round(waited, 2),
+    )

@@ -1,0 +1,82 @@
+"""The filter plugin wraps the address math and turns errors into AnsibleFilterError."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdmaops.cluster.plugins.filter.mesh import FilterModule
+
+ROOT = Path(__file__).resolve().parents[2]
+FILTERS = FilterModule().filters()
+
+
+def test_all_filters_have_doc_files() -> None:
+    for name in FILTERS:
+        assert (ROOT / "plugins" / "filter" / f"{name}.yml").is_file(), name
+
+
+def test_mesh_links_filter_matches_issue_example() -> None:
+    links = FILTERS["mesh_links"](["n1", "n2", "n3"], pool="192.168.100.0/22", prefix=24)
+    assert [x["subnet"] for x in links] == ["192.168.100.0/24", "192.168.101.0/24", "192.168.102.0/24"]
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "needle"),
+    [
+        ("mesh_links", (["a", "b", "a"],), "mesh_links: duplicate host 'a'"),
+        ("mesh_links", (["a", "b"], "192.168.100.0/22", 40), "prefix 40"),
+        ("mesh_switched_addresses", (["a"], "300.1.1.0/24"), "'300.1.1.0/24'"),
+        ("mesh_node_addresses", (["a"], 5), "node pool 5"),
+        ("mesh_pool_errors", ("x", "10.0.0.0/8"), "pools 'x'"),
+        ("mesh_netplan", ({"topology": "mesh"}, "big"), "mtu 'big'"),
+    ],
+)
+def test_filter_errors(name: str, args: tuple[object, ...], needle: str) -> None:
+    with pytest.raises(AnsibleFilterError) as info:
+        FILTERS[name](*args)
+    assert needle in str(info.value)
+
+
+def test_filter_resolves_through_ansible() -> None:
+    """The FQCN resolves from the repo root with the committed ansible.cfg (no collection install)."""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOCALHOST_WARNING": "False"}
+    expr = "{{ ['n1','n2','n3','n4'] | rdmaops.cluster.mesh_links('192.168.100.0/22', 30) | to_json }}"
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("ansible")),
+            "localhost",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-m",
+            "ansible.builtin.debug",
+            "-a",
+            f"msg={expr}",
+            "-o",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    payload = proc.stdout.split("=>", 1)[1]
+    msg = json.loads(payload)["msg"]
+    links = json.loads(msg) if isinstance(msg, str) else msg
+    assert len(links) == 6 and links[5] == {
+        "a": "n3",
+        "b": "n4",
+        "subnet": "192.168.100.20/30",
+        "a_ip": "192.168.100.21",
+        "b_ip": "192.168.100.22",
+    }

@@ -1,0 +1,197 @@
+"""Decisions of the safe netplan apply (plugins/module_utils/netplan_apply.py) with recorded side effects."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils import netplan_apply as na
+
+DEST = "/etc/netplan/60-rdmaops-mesh.yaml"
+
+
+class FakeNode:
+    """A node whose reachability depends on which netplan file is installed."""
+
+    def __init__(
+        self, old: str | None, reachable: dict[str | None, set[str]], generate_ok: bool = True
+    ) -> None:
+        self.files: dict[str, str] = {} if old is None else {DEST: old}
+        self.modes: dict[str, int] = {} if old is None else {DEST: 0o600}
+        self.reachable = reachable  # content -> addresses answering while that content is applied
+        self.applied: str | None = old
+        self.generate_ok = generate_ok
+        self.log: list[str] = []
+        self.clock = 0.0
+
+    def ops(self) -> na.ApplyOps:
+        return na.ApplyOps(
+            read=lambda p: self.files.get(p),
+            write=self._write,
+            remove=self._remove,
+            mode=lambda p: self.modes.get(p),
+            chmod=self._chmod,
+            run=self._run,
+            probe=self._probe,
+            sleep=self._sleep,
+            monotonic=lambda: self.clock,
+        )
+
+    def _write(self, path: str, content: str, mode: int) -> None:
+        self.files[path] = content
+        self.modes[path] = mode
+        self.log.append(f"write {path}")
+
+    def _remove(self, path: str) -> None:
+        self.files.pop(path, None)
+        self.log.append(f"remove {path}")
+
+    def _chmod(self, path: str, mode: int) -> None:
+        self.modes[path] = mode
+        self.log.append(f"chmod {path} {mode:o}")
+
+    def _run(self, argv: list[str]) -> tuple[int, str, str]:
+        self.log.append(" ".join(argv))
+        if argv == na.GENERATE and not self.generate_ok and self.files.get(DEST) == "bad":
+            return 1, "", "Error in network definition: invalid boolean value 'maybe'"
+        if argv == na.RELOAD:
+            self.applied = self.files.get(DEST)
+        return 0, "", ""
+
+    def _probe(self, targets: Sequence[na.Target]) -> list[bool]:
+        self.clock += 1.0
+        ok = self.reachable.get(self.applied, set())
+        self.log.append("probe " + ",".join(t.address for t in targets))
+        return [t.address in ok for t in targets]
+
+    def _sleep(self, seconds: float) -> None:
+        self.clock += seconds
+
+
+TARGETS = [na.Target("10.99.0.1"), na.Target("192.168.100.2", 8972)]
+
+
+def test_unchanged_file_does_nothing() -> None:
+    node = FakeNode("same", {"same": {"10.99.0.1"}})
+    result = na.safe_apply(DEST, "same", targets=TARGETS, ops=node.ops())
+    assert not result.changed and node.log == []
+
+
+def test_wrong_mode_only_fixes_mode() -> None:
+    node = FakeNode("same", {})
+    node.modes[DEST] = 0o644
+    result = na.safe_apply(DEST, "same", targets=TARGETS, ops=node.ops())
+    assert result.changed and node.log == [f"chmod {DEST} 600"]
+
+
+def test_check_mode_reports_change_without_touching_anything() -> None:
+    node = FakeNode("old", {"old": {"10.99.0.1"}})
+    result = na.safe_apply(DEST, "new", targets=TARGETS, check_mode=True, ops=node.ops())
+    assert result.changed and (result.before, result.after) == ("old", "new")
+    assert node.log == [] and node.files[DEST] == "old"
+
+
+def test_first_apply_only_requires_what_answered_before() -> None:
+    # Peers have no addresses before the first run: only management is required.
+    node = FakeNode(None, {None: {"10.99.0.1"}, "new": {"10.99.0.1"}})
+    result = na.safe_apply(DEST, "new", targets=TARGETS, ops=node.ops())
+    assert result.changed and result.required == ["10.99.0.1"]
+    assert node.files[DEST] == "new" and node.modes[DEST] == 0o600
+    assert result.backup_file is None
+
+
+def test_good_change_is_kept_with_backup() -> None:
+    both = {"10.99.0.1", "192.168.100.2"}
+    node = FakeNode("old", {"old": both, "new": both})
+    result = na.safe_apply(DEST, "new", targets=TARGETS, ops=node.ops())
+    assert result.changed and result.backup_file == f"{DEST}.rdmaops-prev"
+    assert node.files[result.backup_file] == "old" and node.files[DEST] == "new"
+    assert result.required == ["10.99.0.1", "192.168.100.2 (DF 8972 B)"]
+
+
+def test_slow_peer_is_waited_for() -> None:
+    both = {"10.99.0.1", "192.168.100.2"}
+    node = FakeNode("old", {"old": both, "new": both})
+    calls = {"n": 0}
+    base_probe = node._probe
+
+    def flaky(targets: Sequence[na.Target]) -> list[bool]:
+        calls["n"] += 1
+        answers = base_probe(targets)
+        return [False] * len(answers) if calls["n"] in (2, 3) else answers
+
+    ops = node.ops()
+    ops.probe = flaky
+    result = na.safe_apply(DEST, "new", targets=TARGETS, ops=ops)
+    assert result.changed and node.files[DEST] == "new" and calls["n"] == 4
+
+
+def test_breaking_change_is_rolled_back() -> None:
+    # The new file puts the port on the wrong link: the peer stops answering.
+    node = FakeNode("old", {"old": {"10.99.0.1", "192.168.100.2"}, "broken": {"10.99.0.1"}})
+    with pytest.raises(na.ApplyError) as info:
+        na.safe_apply(DEST, "broken", targets=TARGETS, timeout_s=5, ops=node.ops())
+    msg = str(info.value)
+    assert "192.168.100.2 (DF 8972 B) stopped answering within 5 s" in msg
+    assert "previous configuration was restored and answers again" in msg
+    assert node.files[DEST] == "old" and node.applied == "old"
+    assert info.value.details["rolled_back"] is True
+    assert node.log.count("networkctl reload") == 2
+
+
+def test_breaking_first_apply_removes_the_new_file() -> None:
+    node = FakeNode(None, {None: {"10.99.0.1"}, "broken": set()})
+    with pytest.raises(na.ApplyError, match=r"10\.99\.0\.1 stopped answering"):
+        na.safe_apply(DEST, "broken", targets=TARGETS, timeout_s=3, ops=node.ops())
+    assert DEST not in node.files and f"remove {DEST}" in node.log
+
+
+def test_generate_failure_restores_before_reload() -> None:
+    node = FakeNode("old", {"old": {"10.99.0.1"}}, generate_ok=False)
+    with pytest.raises(na.ApplyError, match=r"netplan generate rejected .*invalid boolean value 'maybe'"):
+        na.safe_apply(DEST, "bad", targets=TARGETS, ops=node.ops())
+    assert node.files[DEST] == "old"
+    # The bad file was never loaded into networkd.
+    first_reload = node.log.index("networkctl reload")
+    assert node.log[first_reload - 1] == "netplan generate" and node.applied == "old"
+
+
+def test_restore_that_does_not_help_says_so() -> None:
+    node = FakeNode("old", {"old": {"192.168.100.2"}, "new": set()})
+    node.reachable["old"] = {"192.168.100.2"}
+    ops = node.ops()
+    answers = iter([[True, True]])  # before: both answered; afterwards nothing answers at all
+    ops.probe = lambda targets: next(answers, [False] * len(targets))
+    with pytest.raises(na.ApplyError, match=r"but 10\.99\.0\.1, 192\.168\.100\.2 .* still does not answer"):
+        na.safe_apply(DEST, "new", targets=TARGETS, timeout_s=0, ops=ops)
+
+
+def test_parse_targets_and_ping_argv() -> None:
+    targets = na.parse_targets(["10.0.0.1", {"address": "10.0.0.2", "size": 8972}])
+    assert targets == [na.Target("10.0.0.1"), na.Target("10.0.0.2", 8972)]
+    assert na.ping_argv(targets[1]) == [
+        "ping",
+        "-n",
+        "-q",
+        "-c",
+        "1",
+        "-W",
+        "1",
+        "-M",
+        "do",
+        "-s",
+        "8972",
+        "10.0.0.2",
+    ]
+    with pytest.raises(ValueError, match="check target 5"):
+        na.parse_targets([5])
+
+
+def test_real_file_write_is_atomic_and_private(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "netplan" / "60-x.yaml")
+    na.write_file(path, "network: {version: 2}\n", 0o600)
+    assert na.read_file(path) == "network: {version: 2}\n" and na.file_mode(path) == 0o600
+    assert sorted(p.name for p in (tmp_path / "netplan").iterdir()) == ["60-x.yaml"]
+    na.remove_file(path)
+    assert na.read_file(path) is None and na.file_mode(path) is None
