@@ -1,0 +1,450 @@
+"""Recipes: typed dataclasses loaded from the YAML files in ``recipes/``, validated, overridable.
+
+A recipe file is plain data, read both by the trainer and by the playbooks (which only need
+``cluster`` and ``strategy.name``). Every error names the offending key and value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import yaml
+
+RECIPE_DIR = Path(__file__).resolve().parent / "recipes"
+STRATEGY_NAMES = ("ddp", "fsdp2", "zero3", "pipeline")
+
+
+class RecipeError(ValueError):
+    """A recipe (file, key or value) is invalid; the message names what is wrong."""
+
+
+@dataclass
+class ModelConfig:
+    # gpt2: the package's own GPT-2 (models.GPT); hf: transformers AutoModelForCausalLM.
+    kind: Literal["gpt2", "hf"] = "gpt2"
+    # hf: a local model directory (config.json, and weights when init=pretrained).
+    path: str | None = None
+    # pretrained: load weights from `path`; random: build from config with random weights.
+    init: Literal["pretrained", "random"] = "random"
+    # hf + init=random without a path: the transformers model_type (e.g. qwen2, glm4_moe).
+    model_type: str | None = None
+    # gpt2: GPTConfig fields; hf: overrides applied to the transformers config.
+    config: dict[str, Any] = field(default_factory=dict)
+    # dtype the weights are held in before the strategy wraps them (fp32 master weights by default).
+    dtype: Literal["float32", "bfloat16"] = "float32"
+
+
+@dataclass
+class TokenizerConfig:
+    # byte: built-in byte-level tokenizer (no download); hf: AutoTokenizer from a local path.
+    kind: Literal["byte", "hf"] = "byte"
+    path: str | None = None
+
+
+@dataclass
+class DataConfig:
+    # generated: the project's deterministic corpus; jsonl: a local file; synthetic: random tokens
+    # (throughput benchmarks only, nothing to learn).
+    kind: Literal["generated", "jsonl", "synthetic"] = "generated"
+    path: str | None = None
+    eval_path: str | None = None
+    # text: {"text": ...}; chat: {"messages": [{"role", "content"}, ...]}; auto: per line.
+    format: Literal["auto", "text", "chat"] = "auto"
+    # chat: compute the loss on assistant turns only.
+    assistant_only_loss: bool = True
+    seq_len: int = 64
+    # generated corpus size (documents) and the share of blocks held out for eval.
+    generated_docs: int = 4000
+    eval_fraction: float = 0.05
+    # synthetic: number of distinct random blocks.
+    synthetic_blocks: int = 4096
+
+
+@dataclass
+class Fsdp2Options:
+    reshard_after_forward: bool = True
+
+
+@dataclass
+class DdpOptions:
+    bucket_cap_mb: int = 25
+    gradient_as_bucket_view: bool = True
+
+
+@dataclass
+class PipelineOptions:
+    stages: int = 2
+    schedule: Literal["1F1B", "GPipe", "Interleaved1F1B"] = "1F1B"
+    # microbatches per stage per optimizer step; replaces gradient accumulation.
+    microbatches: int = 4
+
+
+@dataclass
+class Zero3Options:
+    offload_optimizer: bool = False
+    offload_params: bool = False
+    overlap_comm: bool = True
+    contiguous_gradients: bool = True
+    reduce_bucket_size: int = 500_000_000
+    prefetch_bucket_size: int = 50_000_000
+    param_persistence_threshold: int = 100_000
+    max_live_parameters: int = 1_000_000_000
+    max_reuse_distance: int = 1_000_000_000
+    # write the 16-bit consolidated weights on save (slow for big models).
+    gather_16bit_weights_on_model_save: bool = False
+
+
+@dataclass
+class StrategyConfig:
+    name: str = "ddp"
+    ddp: DdpOptions = field(default_factory=DdpOptions)
+    fsdp2: Fsdp2Options = field(default_factory=Fsdp2Options)
+    pipeline: PipelineOptions = field(default_factory=PipelineOptions)
+    zero3: Zero3Options = field(default_factory=Zero3Options)
+
+
+@dataclass
+class ClusterConfig:
+    nodes: int = 1
+    # GPUs per node (cuda) or processes per node (cpu).
+    procs_per_node: int = 1
+    device: Literal["auto", "cuda", "cpu"] = "auto"
+
+    @property
+    def world_size(self) -> int:
+        return self.nodes * self.procs_per_node
+
+
+@dataclass
+class TrainConfig:
+    steps: int = 100
+    # sequences per optimizer step over all data-parallel ranks; constant across world sizes, so a
+    # resume on another world size sees the same batches (gradient accumulation adapts).
+    global_batch_size: int = 8
+    micro_batch_size: int = 2
+    lr: float = 1e-3
+    min_lr: float = 1e-4
+    warmup_steps: int = 10
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    eps: float = 1e-8
+    grad_clip: float = 1.0
+    gradient_checkpointing: bool = False
+    # auto: bf16 on cuda, fp32 on cpu.
+    precision: Literal["auto", "bf16", "fp32"] = "auto"
+    compile: bool = False
+    eval_every: int = 0
+    eval_batches: int = 4
+    checkpoint_every: int = 0
+    keep_checkpoints: int = 2
+    output_dir: str = "runs/{name}"
+    resume: Literal["auto", "never"] = "auto"
+    log_every: int = 1
+    plot: bool = True
+    # stop after this many steps of this run (tests: "crash" mid-run); 0 = no limit.
+    stop_after: int = 0
+
+
+@dataclass
+class LoraConfig:
+    enabled: bool = False
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    # module name suffixes (peft target_modules), matched against nn.Linear modules.
+    target_modules: list[str] = field(default_factory=list)
+    # regex of module names to leave out (e.g. the router).
+    exclude_modules: str | None = None
+    # fail if the adapted model has a different number of trainable tensors (None: not checked).
+    expected_trainable_tensors: int | None = None
+
+
+@dataclass
+class Recipe:
+    name: str
+    description: str = ""
+    seed: int = 1234
+    model: ModelConfig = field(default_factory=ModelConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    strategy: StrategyConfig = field(default_factory=StrategyConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    lora: LoraConfig = field(default_factory=LoraConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(self.train.output_dir.format(name=self.name))
+
+    def grad_accum(self, dp_size: int) -> int:
+        """Micro-batches per optimizer step on each data-parallel rank."""
+        per_rank = self.train.global_batch_size // dp_size
+        return per_rank // self.train.micro_batch_size
+
+    def dp_size(self, world_size: int) -> int:
+        if self.strategy.name == "pipeline":
+            return world_size // self.strategy.pipeline.stages
+        return world_size
+
+
+# --------------------------------------------------------------------------- generic loader
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def _coerce(value: Any, tp: Any, key: str) -> Any:
+    """Check `value` against the annotation `tp`; return it (ints are accepted for floats)."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, key)
+            except RecipeError as exc:
+                errors.append(str(exc))
+        raise RecipeError(errors[0] if len(errors) == 1 else f"{key}: {value!r} is not {_type_name(tp)}")
+    if origin is Literal:
+        allowed = get_args(tp)
+        if value not in allowed:
+            raise RecipeError(f"{key}: {value!r} is not one of {', '.join(map(str, allowed))}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise RecipeError(f"{key}: expected a mapping, got {value!r}")
+        return _build(tp, value, key)
+    if origin is list:
+        if not isinstance(value, list):
+            raise RecipeError(f"{key}: expected a list, got {value!r}")
+        (item_tp,) = get_args(tp)
+        return [_coerce(v, item_tp, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise RecipeError(f"{key}: expected a mapping, got {value!r}")
+        return dict(value)
+    if tp is Any:
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise RecipeError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise RecipeError(f"{key}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise RecipeError(f"{key}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise RecipeError(f"{key}: expected a string, got {value!r}")
+        return value
+    raise RecipeError(f"{key}: unsupported type {tp!r}")  # pragma: no cover - schema bug
+
+
+def _build(cls: Any, data: dict[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    names = [f.name for f in dataclasses.fields(cls)]
+    kwargs = {}
+    for key, value in data.items():
+        full = f"{prefix}.{key}" if prefix else str(key)
+        if key not in names:
+            close = difflib.get_close_matches(str(key), names, n=1)
+            hint = f" (did you mean {prefix + '.' if prefix else ''}{close[0]}?)" if close else ""
+            raise RecipeError(f"unknown key {full}{hint}")
+        kwargs[key] = _coerce(value, hints[key], full)
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:
+        raise RecipeError(f"{prefix or 'recipe'}: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- semantic checks
+
+
+def _positive(value: float, key: str, allow_zero: bool = False) -> None:
+    if value < 0 or (value == 0 and not allow_zero):
+        raise RecipeError(f"{key}: {value!r} must be {'>= 0' if allow_zero else '> 0'}")
+
+
+def validate(recipe: Recipe, world_size: int | None = None) -> None:
+    """Semantic checks; with `world_size`, also those that depend on the actual process count."""
+    t, d, s = recipe.train, recipe.data, recipe.strategy
+    if s.name not in STRATEGY_NAMES:
+        raise RecipeError(f"strategy.name: {s.name!r} is not one of {', '.join(STRATEGY_NAMES)}")
+    for key in ("steps", "global_batch_size", "micro_batch_size", "eval_batches", "log_every"):
+        _positive(getattr(t, key), f"train.{key}")
+    for key in ("warmup_steps", "eval_every", "checkpoint_every", "stop_after", "weight_decay", "grad_clip"):
+        _positive(getattr(t, key), f"train.{key}", allow_zero=True)
+    _positive(t.lr, "train.lr")
+    _positive(t.min_lr, "train.min_lr", allow_zero=True)
+    if t.min_lr > t.lr:
+        raise RecipeError(f"train.min_lr: {t.min_lr!r} is larger than train.lr {t.lr!r}")
+    if t.warmup_steps > t.steps:
+        raise RecipeError(f"train.warmup_steps: {t.warmup_steps!r} exceeds train.steps {t.steps!r}")
+    for key in ("beta1", "beta2"):
+        if not 0.0 <= getattr(t, key) < 1.0:
+            raise RecipeError(f"train.{key}: {getattr(t, key)!r} must be in [0, 1)")
+    if t.keep_checkpoints < 1:
+        raise RecipeError(f"train.keep_checkpoints: {t.keep_checkpoints!r} must be >= 1")
+    if t.global_batch_size % t.micro_batch_size:
+        raise RecipeError(
+            f"train.global_batch_size: {t.global_batch_size} is not a multiple of "
+            f"train.micro_batch_size {t.micro_batch_size}"
+        )
+    _positive(d.seq_len, "data.seq_len")
+    if not 0.0 <= d.eval_fraction < 1.0:
+        raise RecipeError(f"data.eval_fraction: {d.eval_fraction!r} must be in [0, 1)")
+    if d.kind == "jsonl" and not d.path:
+        raise RecipeError("data.path: required when data.kind is jsonl")
+    if d.kind != "synthetic" and recipe.tokenizer.kind == "hf" and not recipe.tokenizer.path:
+        raise RecipeError("tokenizer.path: required when tokenizer.kind is hf")
+    m = recipe.model
+    if m.kind == "hf":
+        if m.init == "pretrained" and not m.path:
+            raise RecipeError("model.path: required when model.init is pretrained")
+        if not m.path and not m.model_type:
+            raise RecipeError("model.model_type: required for an hf model built from config without a path")
+    elif m.init == "pretrained":
+        raise RecipeError("model.init: 'pretrained' needs model.kind hf (the gpt2 kind is built from config)")
+    if m.kind == "gpt2":
+        from .models import GPTConfig
+
+        known = {f.name for f in dataclasses.fields(GPTConfig)}
+        for key in m.config:
+            if key not in known:
+                raise RecipeError(
+                    f"unknown key model.config.{key} for the gpt2 model ({', '.join(sorted(known))})"
+                )
+        if "block_size" in m.config and m.config["block_size"] < d.seq_len:
+            raise RecipeError(
+                f"data.seq_len: {d.seq_len} exceeds model.config.block_size {m.config['block_size']}"
+            )
+    if s.name == "pipeline":
+        if m.kind != "gpt2":
+            raise RecipeError(f"strategy.name: pipeline supports model.kind gpt2 only, not {m.kind!r}")
+        if s.pipeline.stages < 2:
+            raise RecipeError(f"strategy.pipeline.stages: {s.pipeline.stages} must be >= 2")
+        if s.pipeline.microbatches < s.pipeline.stages:
+            raise RecipeError(
+                f"strategy.pipeline.microbatches: {s.pipeline.microbatches} must be >= stages "
+                f"{s.pipeline.stages} to keep every stage busy"
+            )
+    if recipe.lora.enabled:
+        if not recipe.lora.target_modules:
+            raise RecipeError("lora.target_modules: empty while lora.enabled is true")
+        _positive(recipe.lora.r, "lora.r")
+    _positive(recipe.cluster.nodes, "cluster.nodes")
+    _positive(recipe.cluster.procs_per_node, "cluster.procs_per_node")
+    validate_world(recipe, recipe.cluster.world_size, source="cluster.nodes * cluster.procs_per_node")
+    if world_size is not None and world_size != recipe.cluster.world_size:
+        raise RecipeError(
+            f"WORLD_SIZE {world_size} does not match cluster.nodes * cluster.procs_per_node = "
+            f"{recipe.cluster.nodes} * {recipe.cluster.procs_per_node} = {recipe.cluster.world_size}"
+        )
+
+
+def validate_world(recipe: Recipe, world_size: int, source: str = "WORLD_SIZE") -> None:
+    t, s = recipe.train, recipe.strategy
+    if s.name == "pipeline":
+        if world_size % s.pipeline.stages:
+            raise RecipeError(
+                f"strategy.pipeline.stages: {s.pipeline.stages} does not divide {source} = {world_size}"
+            )
+        dp = world_size // s.pipeline.stages
+        if t.global_batch_size % dp:
+            raise RecipeError(
+                f"train.global_batch_size: {t.global_batch_size} is not divisible by {dp} data-parallel "
+                f"pipeline replicas ({source} = {world_size})"
+            )
+        if (t.global_batch_size // dp) % s.pipeline.microbatches:
+            raise RecipeError(
+                f"strategy.pipeline.microbatches: {s.pipeline.microbatches} does not divide the "
+                f"{t.global_batch_size // dp} sequences per replica"
+            )
+        return
+    if t.global_batch_size % (t.micro_batch_size * world_size):
+        raise RecipeError(
+            f"train.global_batch_size: {t.global_batch_size} is not a multiple of train.micro_batch_size "
+            f"{t.micro_batch_size} * {source} {world_size}"
+        )
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def available_recipes() -> list[str]:
+    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
+
+
+def parse_value(text: str) -> Any:
+    """A --set value: parsed as a YAML scalar/flow collection (so 1e-4, true, [a, b] work)."""
+    try:
+        return yaml.safe_load(text) if text != "" else ""
+    except yaml.YAMLError as exc:
+        raise RecipeError(f"cannot parse override value {text!r}: {exc}") from exc
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    for item in overrides:
+        if "=" not in item:
+            raise RecipeError(f"override {item!r} is not key=value")
+        key, raw = item.split("=", 1)
+        parts = key.strip().split(".")
+        if not all(parts):
+            raise RecipeError(f"override {item!r}: bad key {key!r}")
+        node = data
+        for part in parts[:-1]:
+            nxt = node.setdefault(part, {})
+            if not isinstance(nxt, dict):
+                raise RecipeError(f"override {item!r}: {part} is not a mapping")
+            node = nxt
+        node[parts[-1]] = parse_value(raw)
+    return data
+
+
+def load_recipe_data(name_or_path: str) -> tuple[dict[str, Any], Path]:
+    path = Path(name_or_path)
+    if not (path.suffix in (".yaml", ".yml") and path.is_file()):
+        path = RECIPE_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        raise RecipeError(
+            f"recipe {name_or_path!r} not found (known: {', '.join(available_recipes())}, or a .yaml path)"
+        )
+    with path.open(encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    if not isinstance(data, dict):
+        raise RecipeError(f"recipe {path}: top level must be a mapping")
+    data.setdefault("name", path.stem)
+    return data, path
+
+
+def recipe_from_dict(data: dict[str, Any]) -> Recipe:
+    if "name" not in data:
+        raise RecipeError("recipe: missing key name")
+    recipe = _build(Recipe, data, "")
+    validate(recipe)
+    return recipe
+
+
+def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> Recipe:
+    data, _ = load_recipe_data(name_or_path)
+    apply_overrides(data, overrides or [])
+    return recipe_from_dict(data)

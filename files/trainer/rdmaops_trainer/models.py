@@ -1,0 +1,280 @@
+"""Models: the package's own GPT-2 and a thin wrapper around transformers causal LMs.
+
+Both follow the strategy contract: ``model(input_ids, labels) -> mean loss`` (``labels`` already shifted,
+-100 ignored; without labels the logits) and ``model.blocks()`` -> the transformer blocks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from .config import Recipe, RecipeError
+
+
+@dataclass
+class GPTConfig:
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    block_size: int = 1024
+    vocab_size: int = 50304
+    dropout: float = 0.0
+    bias: bool = True
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        if cfg.n_embd % cfg.n_head:
+            raise RecipeError(f"model.config.n_embd: {cfg.n_embd} is not divisible by n_head {cfg.n_head}")
+        self.n_head = cfg.n_head
+        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=cfg.bias)
+        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+        self.dropout = cfg.dropout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q = q.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+        k = k.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+        v = v.view(b, t, self.n_head, c // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(
+            q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0
+        )
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
+        self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+def lm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    # fp32 log-softmax whatever the compute dtype
+    return F.cross_entropy(logits.float().view(-1, logits.size(-1)), labels.view(-1), ignore_index=-100)
+
+
+class GPT(nn.Module):
+    """GPT-2 with tied input/output embeddings, SDPA attention, GPT-2 initialisation."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.h = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=cfg.bias)
+        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight
+        self.gradient_checkpointing = False
+        self.apply(self._init_weights)
+        # GPT-2: residual projections scaled by 1/sqrt(2 * n_layer)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def blocks(self) -> list[nn.Module]:
+        return list(self.h)
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(input_ids.size(1), device=input_ids.device)
+        return self.drop(self.wte(input_ids) + self.wpe(pos))
+
+    def run_blocks(self, x: torch.Tensor, blocks: nn.ModuleList | list[nn.Module]) -> torch.Tensor:
+        for block in blocks:
+            if self.gradient_checkpointing and self.training:
+                x = checkpoint(block, x, use_reentrant=False)
+            else:
+                x = block(x)
+        return x
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.run_blocks(self.embed(input_ids), self.h)
+        logits = self.lm_head(self.ln_f(x))
+        if labels is None:
+            return logits
+        return lm_loss(logits, labels)
+
+
+class HFCausalLM(nn.Module):
+    """A transformers causal LM behind the package's model contract."""
+
+    def __init__(self, hf_model: nn.Module) -> None:
+        super().__init__()
+        self.hf = hf_model
+
+    @property
+    def config(self) -> Any:
+        return self.hf.config
+
+    def blocks(self) -> list[nn.Module]:
+        # the decoder layers: the first ModuleList named *.layers (works through peft's wrappers too)
+        for name, module in self.hf.named_modules():
+            if isinstance(module, nn.ModuleList) and name.split(".")[-1] in ("layers", "h"):
+                return list(module)
+        raise RuntimeError(f"no decoder layer list found in {type(self.hf).__name__}")
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        logits = self.hf(input_ids=input_ids, use_cache=False).logits
+        if labels is None:
+            return logits
+        return lm_loss(logits, labels)
+
+
+# --------------------------------------------------------------------------- construction
+
+
+def gpt_config(recipe: Recipe, vocab_size: int | None = None) -> GPTConfig:
+    cfg = GPTConfig(**recipe.model.config)
+    if vocab_size is not None and vocab_size > cfg.vocab_size:
+        raise RecipeError(
+            f"model.config.vocab_size: {cfg.vocab_size} is smaller than the tokenizer's {vocab_size} tokens"
+        )
+    if recipe.data.seq_len > cfg.block_size:
+        raise RecipeError(
+            f"data.seq_len: {recipe.data.seq_len} exceeds model.config.block_size {cfg.block_size}"
+        )
+    return cfg
+
+
+def hf_config(recipe: Recipe) -> Any:
+    from transformers import AutoConfig
+
+    m = recipe.model
+    if m.path:
+        cfg = AutoConfig.from_pretrained(m.path)
+    else:
+        try:
+            cfg = AutoConfig.for_model(m.model_type)
+        except ValueError as exc:
+            raise RecipeError(f"model.model_type: {m.model_type!r} is not known to transformers") from exc
+    for key, value in m.config.items():
+        if not hasattr(cfg, key):
+            raise RecipeError(f"model.config.{key}: not a field of {type(cfg).__name__}")
+        setattr(cfg, key, value)
+    cfg.use_cache = False
+    return cfg
+
+
+def build_model(
+    recipe: Recipe, vocab_size: int | None = None, device: torch.device | str = "cpu"
+) -> nn.Module:
+    """Build the recipe's model with weights seeded by ``recipe.seed`` (identical on every rank).
+
+    ``device="meta"`` builds shapes only (a strategy that loads weights itself, or FLOP counting).
+    """
+    m = recipe.model
+    dtype = torch.bfloat16 if m.dtype == "bfloat16" else torch.float32
+    torch.manual_seed(recipe.seed)
+    if m.kind == "gpt2":
+        with torch.device(device):
+            model: nn.Module = GPT(gpt_config(recipe, vocab_size))
+        return model.to(dtype) if dtype != torch.float32 else model
+    from transformers import AutoModelForCausalLM
+
+    cfg = hf_config(recipe)
+    if vocab_size is not None and vocab_size > cfg.vocab_size:
+        raise RecipeError(f"model: vocab_size {cfg.vocab_size} is smaller than the tokenizer's {vocab_size}")
+    if m.init == "pretrained" and str(device) != "meta":
+        hf = AutoModelForCausalLM.from_pretrained(m.path, config=cfg, dtype=dtype, attn_implementation="sdpa")
+    else:
+        with torch.device(device):
+            hf = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+    return HFCausalLM(hf)
+
+
+def enable_gradient_checkpointing(model: nn.Module) -> None:
+    if isinstance(model, GPT):
+        model.gradient_checkpointing = True
+    elif isinstance(model, HFCausalLM):
+        model.hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    else:
+        raise TypeError(f"gradient checkpointing: unsupported model {type(model).__name__}")
+
+
+# --------------------------------------------------------------------------- FLOPs (MFU)
+
+
+def count_params(model: nn.Module) -> int:
+    seen: set[int] = set()
+    total = 0
+    for p in model.parameters():
+        if id(p) not in seen:  # tied weights once
+            seen.add(id(p))
+            total += p.numel()
+    return total
+
+
+def flops_per_token(model: nn.Module, seq_len: int) -> float:
+    """Training FLOPs per token: 6 * (active, non-positional) params + attention (12 * L * d * T)."""
+    if isinstance(model, GPT):
+        c = model.config
+        n = count_params(model) - model.wpe.weight.numel()
+        return 6.0 * n + 12.0 * c.n_layer * c.n_embd * seq_len
+    cfg = getattr(model, "config", None)
+    n = float(count_params(model))
+    if cfg is None:
+        return 6.0 * n
+    experts = getattr(cfg, "n_routed_experts", None) or getattr(cfg, "num_experts", None)
+    top_k = getattr(cfg, "num_experts_per_tok", None)
+    if experts and top_k:
+        routed = sum(p.numel() for name, p in model.named_parameters() if ".experts." in name)
+        n -= routed * (1.0 - top_k / experts)
+    layers = getattr(cfg, "num_hidden_layers", 0)
+    heads = getattr(cfg, "num_attention_heads", 0)
+    head_dim = getattr(cfg, "head_dim", None) or (getattr(cfg, "hidden_size", 0) // max(heads, 1))
+    return 6.0 * n + 12.0 * layers * heads * head_dim * seq_len
+
+
+def model_summary(model: nn.Module) -> dict[str, Any]:
+    return {
+        "class": type(model.hf if isinstance(model, HFCausalLM) else model).__name__,
+        "params": count_params(model),
+        "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+    }
+
+
+def known_gpt_fields() -> set[str]:
+    return {f.name for f in fields(GPTConfig)}
+
+
+def check_model_path(recipe: Recipe) -> list[Path]:
+    """Paths the model needs (for validation before any process group exists)."""
+    m = recipe.model
+    return [Path(m.path)] if m.kind == "hf" and m.path else []

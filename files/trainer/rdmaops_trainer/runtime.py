@@ -1,0 +1,90 @@
+"""Process-level facts: torchrun's environment, device, backend and compute dtype."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+from .config import Recipe, RecipeError
+
+
+@dataclass(frozen=True)
+class Runtime:
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+    backend: str
+    # dtype of the matmuls (bf16 autocast / mixed precision) - fp32 on CPU.
+    compute_dtype: torch.dtype
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise RecipeError(f"environment variable {name}={raw!r} is not an integer") from exc
+
+
+def env_world() -> tuple[int, int, int]:
+    """(rank, world_size, local_rank) from torchrun's variables; a single process without them."""
+    world = _env_int("WORLD_SIZE", 1)
+    rank = _env_int("RANK", 0)
+    local = _env_int("LOCAL_RANK", 0)
+    if not 0 <= rank < world:
+        raise RecipeError(f"RANK {rank} is outside WORLD_SIZE {world}")
+    return rank, world, local
+
+
+def resolve_runtime(recipe: Recipe) -> Runtime:
+    """Decide device/backend/dtype; no process group is created here."""
+    rank, world, local = env_world()
+    want = recipe.cluster.device
+    if want == "cuda" and not torch.cuda.is_available():
+        raise RecipeError("cluster.device: 'cuda' requested but torch sees no CUDA device")
+    use_cuda = want == "cuda" or (want == "auto" and torch.cuda.is_available())
+    if use_cuda:
+        device = torch.device("cuda", local % max(torch.cuda.device_count(), 1))
+        backend = "nccl"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+    precision = recipe.train.precision
+    if precision == "auto":
+        precision = "bf16" if use_cuda else "fp32"
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    return Runtime(rank, world, local, device, backend, dtype)
+
+
+def init_distributed(rt: Runtime) -> None:
+    if rt.is_cuda:
+        torch.cuda.set_device(rt.device)
+    if not dist.is_initialized():
+        if rt.world_size == 1 and "MASTER_ADDR" not in os.environ:
+            # a plain `python -m rdmaops_trainer`: a one-process group on a private store
+            store = dist.HashStore()
+            dist.init_process_group(rt.backend, store=store, rank=0, world_size=1)
+        else:
+            kwargs = {"device_id": rt.device} if rt.is_cuda else {}
+            dist.init_process_group(rt.backend, rank=rt.rank, world_size=rt.world_size, **kwargs)
+
+
+def shutdown_distributed() -> None:
+    if dist.is_initialized():
+        # gloo sometimes aborts in destroy_process_group unless every rank got here first.
+        dist.barrier()
+        dist.destroy_process_group()
