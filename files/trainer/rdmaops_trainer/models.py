@@ -237,7 +237,8 @@ def count_params(model: nn.Module) -> int:
     for p in model.parameters():
         if id(p) not in seen:  # tied weights once
             seen.add(id(p))
-            total += p.numel()
+            # deepspeed.zero.Init leaves partitioned params empty and records the real size in ds_numel
+            total += int(getattr(p, "ds_numel", p.numel()))
     return total
 
 

@@ -1,0 +1,91 @@
+"""``python -m rdmaops_trainer --recipe NAME [--set key=value ...]`` (under torchrun for several processes).
+
+Everything that can be checked without a process group is checked first: the recipe, the overrides, the
+world size against the recipe, and every path (model, tokenizer, data). Errors exit with status 2 and a
+message naming the bad key, value or path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .config import Recipe, RecipeError, available_recipes, load_recipe, validate
+
+
+def required_paths(recipe: Recipe) -> list[tuple[str, Path]]:
+    """(recipe key, path) for every local path the run reads."""
+    out: list[tuple[str, Path]] = []
+    m, t, d = recipe.model, recipe.tokenizer, recipe.data
+    if m.kind == "hf" and m.path:
+        out.append(("model.path", Path(m.path)))
+        out.append(("model.path", Path(m.path) / "config.json"))
+    if d.kind != "synthetic" and t.kind == "hf" and t.path:
+        out.append(("tokenizer.path", Path(t.path)))
+    if d.kind == "jsonl":
+        out.append(("data.path", Path(str(d.path))))
+        if d.eval_path:
+            out.append(("data.eval_path", Path(d.eval_path)))
+    return out
+
+
+def check_paths(recipe: Recipe) -> None:
+    for key, path in required_paths(recipe):
+        if not path.exists():
+            raise RecipeError(f"{key}: {path} does not exist")
+    if recipe.data.kind == "jsonl" and not Path(str(recipe.data.path)).is_file():
+        raise RecipeError(f"data.path: {recipe.data.path} is not a file")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m rdmaops_trainer", description=__doc__.split("\n")[0])
+    p.add_argument("--recipe", help=f"recipe name ({', '.join(available_recipes())}) or a .yaml path")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a recipe value, e.g. --set train.lr=1e-4 --set strategy.name=fsdp2 (repeatable)",
+    )
+    p.add_argument("--check", action="store_true", help="validate recipe and paths, print it as JSON, exit")
+    p.add_argument("--list", action="store_true", help="list the known recipes")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list:
+        print("\n".join(available_recipes()))
+        return 0
+    if not args.recipe:
+        print("python -m rdmaops_trainer: error: --recipe is required", file=sys.stderr)
+        return 2
+    try:
+        recipe = load_recipe(args.recipe, args.overrides)
+        from .runtime import resolve_runtime
+
+        rt = resolve_runtime(recipe)
+        validate(recipe, world_size=rt.world_size if not args.check else None)
+        check_paths(recipe)
+    except RecipeError as exc:
+        print(f"python -m rdmaops_trainer: error: {exc}", file=sys.stderr)
+        return 2
+    if args.check:
+        print(json.dumps(recipe.to_dict(), indent=2))
+        return 0
+    from .runtime import init_distributed, shutdown_distributed
+    from .train import run
+
+    init_distributed(rt)
+    try:
+        run(recipe, rt)
+    finally:
+        shutdown_distributed()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

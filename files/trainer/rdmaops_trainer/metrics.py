@@ -1,0 +1,145 @@
+"""Rank 0's logs: JSON lines (read by the launcher) + a readable line on stdout + a loss-curve PNG."""
+
+from __future__ import annotations
+
+import json
+import math
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+import torch
+
+# dense bf16 tensor-core peak per GPU, FLOP/s (vendor datasheets, without sparsity)
+PEAK_BF16_FLOPS: dict[str, float] = {
+    "H200": 989e12,
+    "H100 SXM": 989e12,
+    "H100 80GB HBM3": 989e12,
+    "H100 NVL": 835e12,
+    "H100 PCIe": 756e12,
+    "H100": 989e12,
+    "GH200": 989e12,
+    "B200": 2250e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "A10G": 70e12,
+}
+
+
+def peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
+    """Peak for MFU: bf16 tensor cores on a known GPU; None on CPU, fp32 or an unknown GPU."""
+    if device.type != "cuda" or dtype != torch.bfloat16:
+        return None
+    name = torch.cuda.get_device_name(device)
+    for key, value in PEAK_BF16_FLOPS.items():  # ordered most specific first
+        if key in name:
+            return value
+    return None
+
+
+def peak_memory_gb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    # CPU: the process's peak resident set (Linux reports KiB)
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _fmt(value: Any) -> Any:
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        return float(f"{value:.6g}") if abs(value) < 1e5 else round(value, 1)
+    return value
+
+
+class MetricsLogger:
+    """Writes on rank 0 only; other ranks get a logger that does nothing."""
+
+    def __init__(self, path: Path | None, stream: TextIO | None = sys.stdout) -> None:
+        self.path = path
+        self.stream = stream
+        self.fh = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.fh = path.open("a", encoding="utf-8")
+
+    @property
+    def active(self) -> bool:
+        return self.fh is not None
+
+    def log(self, event: str, **fields: Any) -> None:
+        if self.fh is None:
+            return
+        record = {"event": event, "time": round(time.time(), 3), **{k: _fmt(v) for k, v in fields.items()}}
+        self.fh.write(json.dumps(record, sort_keys=False) + "\n")
+        self.fh.flush()
+        if self.stream is not None:
+            self.stream.write(readable(record) + "\n")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
+
+
+def readable(rec: dict[str, Any]) -> str:
+    ev = rec.get("event")
+    if ev == "train":
+        parts = [
+            f"step {rec['step']:>6}",
+            f"loss {rec['loss']:.4f}",
+            f"lr {rec['lr']:.3e}",
+            f"gnorm {rec['grad_norm']:.3f}",
+            f"{rec['tokens_per_s']:,.0f} tok/s",
+            f"({rec['tokens_per_s_per_gpu']:,.0f}/rank)",
+        ]
+        if rec.get("mfu") is not None:
+            parts.append(f"mfu {100 * rec['mfu']:.1f}%")
+        parts.append(f"mem {rec['peak_mem_gb']:.2f} GiB")
+        return " | ".join(parts)
+    if ev == "eval":
+        return f"step {rec['step']:>6} | eval loss {rec['eval_loss']:.4f}"
+    rest = ", ".join(f"{k}={v}" for k, v in rec.items() if k not in ("event", "time"))
+    return f"[{ev}] {rest}"
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def plot_loss(metrics_path: Path, png_path: Path, title: str) -> Path | None:
+    """Loss curve from the JSON lines (the last record per step wins, so resumed runs plot once)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # plotting is optional on the nodes
+        return None
+    train: dict[int, float] = {}
+    evals: dict[int, float] = {}
+    for rec in read_metrics(metrics_path):
+        if rec.get("event") == "train":
+            train[int(rec["step"])] = float(rec["loss"])
+        elif rec.get("event") == "eval":
+            evals[int(rec["step"])] = float(rec["eval_loss"])
+    if not train:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4))
+    steps = sorted(train)
+    ax.plot(steps, [train[s] for s in steps], label="train loss")
+    if evals:
+        es = sorted(evals)
+        ax.plot(es, [evals[s] for s in es], "o-", label="eval loss")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png_path, dpi=100)
+    plt.close(fig)
+    return png_path

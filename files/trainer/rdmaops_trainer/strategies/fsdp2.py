@@ -1,0 +1,82 @@
+"""FSDP2: ``fully_shard`` on every transformer block, then on the root (embeddings, final norm, head).
+
+On CUDA with bf16: MixedPrecisionPolicy(param bf16, reduce fp32) over fp32 sharded master weights.
+On CPU (gloo) everything stays fp32, deterministic, so runs can be compared exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor import DTensor
+
+from ..checkpoint import dcp_load, dcp_save
+from .base import Batch, Strategy
+
+
+class FSDP2Strategy(Strategy):
+    name = "fsdp2"
+
+    def prepare(self, model: nn.Module) -> None:
+        # trainable weights train in fp32 (frozen LoRA bases may stay bf16)
+        for p in model.parameters():
+            if p.requires_grad and p.dtype != torch.float32:
+                p.data = p.data.float()
+        mesh = init_device_mesh(self.rt.device.type, (self.rt.world_size,))
+        mp = None
+        if self.rt.compute_dtype != torch.float32:
+            mp = MixedPrecisionPolicy(param_dtype=self.rt.compute_dtype, reduce_dtype=torch.float32)
+        reshard = self.recipe.strategy.fsdp2.reshard_after_forward
+        kwargs = {"mesh": mesh, "reshard_after_forward": reshard}
+        if mp is not None:
+            kwargs["mp_policy"] = mp
+        blocks = model.blocks()  # type: ignore[operator]
+        for block in blocks:
+            if self.recipe.train.compile:
+                block.compile()
+            fully_shard(block, **kwargs)
+        fully_shard(model, **kwargs)
+        self.model = model
+        self.optimizer = self.build_optimizer(model.named_parameters())
+
+    def forward_backward(self, batch: Batch, loss_scale: float, sync: bool) -> torch.Tensor:
+        b = self.to_device(batch)
+        model = self.module()
+        # skip the reduce-scatter on all but the last micro-batch (gradients accumulate unsharded)
+        model.set_requires_gradient_sync(sync)  # type: ignore[operator]
+        loss = model(b["input_ids"], b["labels"])
+        (loss * loss_scale).backward()
+        return loss.detach()
+
+    def optimizer_step(self, lr: float) -> torch.Tensor:
+        assert self.optimizer is not None
+        self.set_lr(lr)
+        clip = self.recipe.train.grad_clip or float("inf")
+        norm = torch.nn.utils.clip_grad_norm_(self.trainable_parameters(), clip)
+        if isinstance(norm, DTensor):
+            norm = norm.full_tensor()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return norm.detach()
+
+    @torch.no_grad()
+    def eval_loss(self, batch: Batch) -> torch.Tensor:
+        b = self.to_device(batch)
+        model = self.module()
+        model.eval()
+        try:
+            return model(b["input_ids"], b["labels"]).detach()
+        finally:
+            model.train()
+
+    def save(self, path: Path) -> None:
+        assert self.optimizer is not None
+        dcp_save(self.module(), self.optimizer, path)
+
+    def load(self, path: Path) -> None:
+        assert self.optimizer is not None
+        dcp_load(self.module(), self.optimizer, path)

@@ -1,0 +1,162 @@
+"""The training loop, the same for every strategy."""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from . import checkpoint as ckpt
+from .config import Recipe
+from .data import StepSampler, eval_batches, load_datasets
+from .metrics import MetricsLogger, peak_flops, peak_memory_gb, plot_loss
+from .models import build_model, count_params, enable_gradient_checkpointing, flops_per_token
+from .runtime import Runtime
+from .strategies import Strategy, get_strategy
+from .tokenizer import build_tokenizer
+
+
+def lr_at(recipe: Recipe, step: int) -> float:
+    """Linear warmup to train.lr, then cosine decay to train.min_lr at the last step."""
+    t = recipe.train
+    if step < t.warmup_steps:
+        return t.lr * (step + 1) / t.warmup_steps
+    span = max(1, t.steps - t.warmup_steps)
+    progress = min(1.0, (step - t.warmup_steps) / span)
+    return t.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (t.lr - t.min_lr)
+
+
+def step_seed(seed: int, step: int, rank: int) -> int:
+    """RNG state (dropout, ...) is a function of the step, so a resume needs no saved RNG state."""
+    return (seed * 1_000_003 + step * 7_919 + rank * 104_729) % (2**63 - 1)
+
+
+def _model_vocab(recipe: Recipe) -> int:
+    if recipe.model.kind == "gpt2":
+        return int(recipe.model.config.get("vocab_size", 50304))
+    from .models import hf_config
+
+    return int(hf_config(recipe).vocab_size)
+
+
+def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
+    """Train (or resume) the recipe; the process group must exist. Returns a summary (every rank)."""
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    out = recipe.output_dir
+    logger = MetricsLogger(out / "metrics.jsonl" if rt.is_main else None)
+    strategy: Strategy = get_strategy(recipe.strategy.name)(recipe, rt)
+
+    tok = build_tokenizer(recipe) if recipe.data.kind != "synthetic" else None
+    vocab = tok.vocab_size if tok is not None else _model_vocab(recipe)
+    train_data, eval_data = load_datasets(recipe, tok, vocab)
+
+    with strategy.init_context():
+        model = build_model(recipe, vocab_size=vocab)
+    n_params = count_params(model)
+    fpt = flops_per_token(model, recipe.data.seq_len)
+    if recipe.lora.enabled:
+        from .lora import apply_lora  # owned by the LoRA work; imports peft
+
+        model = apply_lora(model, recipe.lora)
+    if recipe.train.gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    model.train()
+    strategy.prepare(model)
+
+    start_step = 0
+    if recipe.train.resume == "auto":
+        latest = ckpt.latest_checkpoint(out)
+        if latest is not None:
+            strategy.load(latest)
+            start_step = int(ckpt.read_meta(latest)["step"])
+    t = recipe.train
+    dp_size, micro = strategy.dp_size, strategy.micro_batch_size
+    n_micro = t.global_batch_size // (dp_size * micro)
+    tokens_per_step = t.global_batch_size * recipe.data.seq_len
+    peak = peak_flops(rt.device, rt.compute_dtype)
+    logger.log(
+        "start",
+        recipe=recipe.name,
+        strategy=recipe.strategy.name,
+        world_size=rt.world_size,
+        device=str(rt.device.type),
+        dtype=str(rt.compute_dtype).replace("torch.", ""),
+        params=n_params,
+        trainable_params=sum(p.numel() for p in strategy.trainable_parameters()),
+        flops_per_token=fpt,
+        train_blocks=len(train_data),
+        eval_blocks=len(eval_data),
+        micro_batches_per_step=n_micro,
+        start_step=start_step,
+        steps=t.steps,
+    )
+
+    sampler = StepSampler(len(train_data), t.global_batch_size, recipe.seed)
+    evals = eval_batches(eval_data, t.eval_batches, strategy.dp_rank, dp_size, micro)
+    last_loss = float("nan")
+    last_eval: float | None = None
+    window_start, window_steps = time.perf_counter(), 0
+    steps_run = 0
+    step = start_step
+    for step in range(start_step, t.steps):
+        torch.manual_seed(step_seed(recipe.seed, step, rt.rank))
+        lr = lr_at(recipe, step)
+        batches = sampler.micro_batches(train_data, step, strategy.dp_rank, dp_size, micro)
+        result = strategy.train_step(batches, lr)
+        window_steps += 1
+        steps_run += 1
+        done = step + 1
+        if done % t.log_every == 0 or done == t.steps:
+            # .item() synchronises: only at log points, never every step
+            last_loss = float(result.loss.item())
+            grad_norm = float(result.grad_norm.item())
+            elapsed = time.perf_counter() - window_start
+            tps = tokens_per_step * window_steps / elapsed
+            logger.log(
+                "train",
+                step=done,
+                loss=last_loss,
+                lr=lr,
+                grad_norm=grad_norm,
+                tokens_per_s=tps,
+                tokens_per_s_per_gpu=tps / rt.world_size,
+                mfu=(fpt * tps / (peak * rt.world_size)) if peak else None,
+                peak_mem_gb=peak_memory_gb(rt.device),
+                step_time_s=elapsed / window_steps,
+            )
+            window_start, window_steps = time.perf_counter(), 0
+        if t.eval_every and done % t.eval_every == 0:
+            last_eval = evaluate(strategy, evals)
+            logger.log("eval", step=done, eval_loss=last_eval)
+            window_start = time.perf_counter()
+        if t.checkpoint_every and (done % t.checkpoint_every == 0 or done == t.steps):
+            meta = {"recipe": recipe.name, "world_size": rt.world_size, "loss": last_loss}
+            path = ckpt.save_checkpoint(strategy, out, done, meta, t.keep_checkpoints)
+            logger.log("checkpoint", step=done, path=str(path))
+            window_start = time.perf_counter()
+        if t.stop_after and steps_run >= t.stop_after:
+            break
+    final_step = step + 1 if steps_run else start_step
+    exported = strategy.export(out / "export") if final_step == t.steps else None
+    logger.log("end", step=final_step, loss=last_loss, eval_loss=last_eval, export=str(exported or ""))
+    if logger.active:
+        logger.close()
+        if t.plot:
+            plot_loss(out / "metrics.jsonl", out / "loss.png", f"{recipe.name} ({recipe.strategy.name})")
+    return {"step": final_step, "loss": last_loss, "eval_loss": last_eval}
+
+
+def evaluate(strategy: Strategy, batches: list[dict[str, torch.Tensor]]) -> float:
+    total = torch.zeros((), device=strategy.rt.device)
+    for b in batches:
+        total += strategy.eval_loss(b)
+    return float(strategy.average_over_dp(total / len(batches)).item())
+
+
+def output_paths(recipe: Recipe) -> dict[str, Path]:
+    out = recipe.output_dir
+    return {"metrics": out / "metrics.jsonl", "plot": out / "loss.png", "checkpoints": out / "checkpoints"}
