@@ -76,15 +76,19 @@ def read_meta(path: Path) -> dict[str, Any]:
 # --------------------------------------------------------------------------- DCP (DDP and FSDP2)
 
 
-def dcp_save(model: nn.Module, optimizer: torch.optim.Optimizer, path: Path) -> None:
-    """Sharded save: every rank writes its shards; replicated (DDP) tensors are written once."""
+def dcp_save(
+    model: nn.Module, optimizer: torch.optim.Optimizer, path: Path, group: dist.ProcessGroup | None = None
+) -> None:
+    """Sharded save: every rank of ``group`` writes its shards; replicated tensors are written once."""
     msd, osd = get_state_dict(model, optimizer)
-    dcp.save({"model": msd, "optim": osd}, checkpoint_id=str(path))
+    dcp.save({"model": msd, "optim": osd}, checkpoint_id=str(path), process_group=group)
 
 
-def dcp_load(model: nn.Module, optimizer: torch.optim.Optimizer, path: Path) -> None:
+def dcp_load(
+    model: nn.Module, optimizer: torch.optim.Optimizer, path: Path, group: dist.ProcessGroup | None = None
+) -> None:
     """Load into the current sharding, whatever world size wrote the checkpoint (DCP reshards)."""
     msd, osd = get_state_dict(model, optimizer)
     state = {"model": msd, "optim": osd}
-    dcp.load(state, checkpoint_id=str(path))
+    dcp.load(state, checkpoint_id=str(path), process_group=group)
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])

@@ -80,7 +80,7 @@ class DdpOptions:
 @dataclass
 class PipelineOptions:
     stages: int = 2
-    schedule: Literal["1F1B", "GPipe", "Interleaved1F1B"] = "1F1B"
+    schedule: Literal["1F1B", "GPipe"] = "1F1B"
     # microbatches per stage per optimizer step; replaces gradient accumulation.
     microbatches: int = 4
 

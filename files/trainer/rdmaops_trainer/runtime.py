@@ -73,6 +73,10 @@ def resolve_runtime(recipe: Recipe) -> Runtime:
 def init_distributed(rt: Runtime) -> None:
     if rt.is_cuda:
         torch.cuda.set_device(rt.device)
+    elif "OMP_NUM_THREADS" not in os.environ:
+        # CPU ranks share the node's cores: intra-op threads per rank oversubscribe them (seen: 10x slower
+        # for the tiny model with 2 threads on a loaded 2-core machine); torchrun sets this to 1 too.
+        torch.set_num_threads(1)
     if not dist.is_initialized():
         if rt.world_size == 1 and "MASTER_ADDR" not in os.environ:
             # a plain `python -m rdmaops_trainer`: a one-process group on a private store
