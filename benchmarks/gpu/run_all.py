@@ -17,10 +17,12 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,8 @@ from flops import QWEN15B, gpt2_matmul_params, gpt_flops_per_token, mfu, qwen2_m
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 LOG: Any = None
+DEADLINE = 0.0  # epoch seconds; 0 = none
+RESULTS_PATH: Path | None = None
 
 
 def log(msg: str) -> None:
@@ -55,28 +59,48 @@ def child_env() -> dict[str, str]:
 
 
 def run_cmd(name: str, cmd: list[str], timeout: int) -> tuple[int, str, float]:
-    log(f"\n===== {name}: {' '.join(cmd)}")
+    """Run one benchmark in its own process group, streaming its output into the log.
+
+    On timeout the whole group is killed, so no torchrun worker is left holding a GPU.
+    """
+    timeout = min(timeout, int(DEADLINE - time.time())) if DEADLINE else timeout
+    if timeout < 20:
+        log(f"\n===== {name}: skipped, {timeout}s left before the deadline")
+        return 125, "", 0.0
+    log(f"\n===== {name} (timeout {timeout}s): {' '.join(cmd)}")
     t0 = time.perf_counter()
+    lines: list[str] = []
+    p = subprocess.Popen(
+        cmd,
+        env=child_env(),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+
+    def pump() -> None:
+        assert p.stdout is not None
+        for line in p.stdout:
+            lines.append(line)
+            if LOG is not None:
+                LOG.write(line)
+                LOG.flush()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     try:
-        p = subprocess.run(
-            cmd,
-            env=child_env(),
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=timeout,
-            start_new_session=False,
-        )
-        rc, out = p.returncode, p.stdout
-    except subprocess.TimeoutExpired as exc:
+        rc = p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
         rc = 124
-        out = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
+    reader.join(timeout=10)
     wall = time.perf_counter() - t0
-    if LOG is not None:
-        LOG.write(out)
     log(f"===== {name}: rc={rc} wall={wall:.1f}s")
-    return rc, out, wall
+    return rc, "".join(lines), wall
 
 
 def last_json(out: str) -> dict[str, Any] | None:
@@ -88,6 +112,10 @@ def last_json(out: str) -> dict[str, Any] | None:
             except json.JSONDecodeError:
                 continue
     return None
+
+
+def wanted(a: argparse.Namespace, name: str) -> bool:
+    return not a.only or any(s in name for s in a.only.split(","))
 
 
 def torchrun(nproc: int) -> list[str]:
@@ -141,6 +169,8 @@ def add_row(results: dict[str, Any], row: dict[str, Any], fpt: float) -> None:
         row["mfu"] = round(mfu(tps, fpt), 4)
     results["rows"].append(row)
     log("ROW " + json.dumps(row))
+    if RESULTS_PATH is not None:  # after every row: a killed call still returns what finished
+        RESULTS_PATH.write_text(json.dumps(results, indent=1))
 
 
 def phase_baselines(a: argparse.Namespace, results: dict[str, Any]) -> None:
@@ -158,6 +188,8 @@ def phase_baselines(a: argparse.Namespace, results: dict[str, Any]) -> None:
     runs.append(("hf_trainer bf16", [sys.executable, hf, *common, *hf_steps], 1))
     runs.append(("hf_trainer bf16+compile", [sys.executable, hf, *common, *hf_steps, "--compile"], 1))
     for name, cmd, gpus in runs:
+        if not wanted(a, name):
+            continue
         rc, out, wall = run_cmd(name, cmd, a.timeout)
         res = last_json(out) or {}
         row = {"name": name, "gpus": gpus, "rc": rc, "wall_s": round(wall, 1), **res}
@@ -179,9 +211,7 @@ def trainer_steady_tps(metrics_file: Path, skip: int) -> dict[str, Any]:
     out["loss_first"] = train[0].get("loss") if train else None
     out["loss_last"] = train[-1].get("loss") if train else None
     out["trainer_mfu"] = steady[-1].get("mfu") if steady else None
-    out["peak_mem_gib"] = (
-        steady[-1].get("peak_mem_gib", steady[-1].get("peak_memory_gib")) if steady else None
-    )
+    out["peak_mem_gib"] = steady[-1].get("peak_mem_gb") if steady else None
     return out
 
 
@@ -199,6 +229,8 @@ def run_trainer(
     sets: list[str],
     fpt: float,
 ) -> None:
+    if not wanted(a, name):
+        return
     run_dir = Path(tempfile.mkdtemp(prefix="bench-", dir=a.scratch))
     user_sets = list(sets)
     sets = [
@@ -207,7 +239,7 @@ def run_trainer(
         "train.plot=false",
         "train.eval_every=0",
         "train.checkpoint_every=0",
-        "train.log_every=1",
+        f"train.log_every={a.trainer_log_every}",
         f"cluster.procs_per_node={gpus}",
         f"cluster.device={a.device}",
     ]
@@ -280,6 +312,8 @@ def phase_trainer(a: argparse.Namespace, results: dict[str, Any]) -> None:
             "model.config.num_attention_heads=4",
             "model.config.vocab_size=1024",
         ]
+    if a.device == "cpu":
+        q_sets.append("train.precision=auto")  # ZeRO-3 bf16 needs CUDA
     qfpt = gpt_flops_per_token(qwen2_matmul_params(**q), q["layers"], q["d"], q_seq)
     for strat in ("fsdp2", "zero3"):
         extra = [*q_sets, f"strategy.name={strat}", *a.qwen_set]
@@ -309,7 +343,7 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    global LOG
+    global LOG, DEADLINE, RESULTS_PATH
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--phases", default="env,baselines,trainer")
     ap.add_argument("--device", default="cuda")
@@ -322,6 +356,7 @@ def main() -> None:
     ap.add_argument("--hf-steps", type=int, default=20)
     ap.add_argument("--hf-warmup", type=int, default=8)
     ap.add_argument("--trainer-steps", type=int, default=40)
+    ap.add_argument("--trainer-log-every", type=int, default=10, help="the trainer syncs at log points")
     ap.add_argument(
         "--trainer-skip", type=int, default=10, help="logged steps left out of the trainer's rate"
     )
@@ -330,17 +365,23 @@ def main() -> None:
     ap.add_argument("--qwen-accum", type=int, default=1)
     ap.add_argument("--qwen-set", action="append", default=[], help="extra --set for both qwen runs")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
+    ap.add_argument("--only", default="", help="comma-separated substrings of run names to run")
+    ap.add_argument("--budget", type=int, default=0, help="seconds for the whole script; later runs are cut")
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--scratch", default=None)
     a = ap.parse_args()
     if a.tiny:
         a.seq, a.batch, a.steps, a.warmup, a.hf_steps, a.hf_warmup = 64, 2, 2, 1, 2, 1
         a.trainer_steps, a.trainer_skip, a.qwen_seq, a.qwen_micro = 3, 1, 32, 1
+        a.trainer_log_every = 1
     if a.device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     if a.out:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         LOG = open(Path(a.out) / "run_all.log", "w")  # noqa: SIM115
+        RESULTS_PATH = Path(a.out) / "results.json"
+    if a.budget:
+        DEADLINE = time.time() + a.budget
     results: dict[str, Any] = {"args": vars(a), "safe_env": SAFE_ENV, "rows": []}
     t0 = time.time()
     for ph in a.phases.split(","):
