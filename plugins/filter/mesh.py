@@ -46,12 +46,47 @@ def mesh_pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
 
 
 @_filter_errors
-def mesh_port_errors(
-    host: str, hosts: Any, topology: str, ports: Any, fabric_port: Any, facts: Mapping[str, Any]
+def mesh_plan_errors(
+    hosts: Any,
+    topology: str = "mesh",
+    link_pool: Any = "192.168.100.0/22",
+    link_prefix: Any = 30,
+    node_pool: Any = "10.255.0.0/24",
+    fabric_subnet: Any = "192.168.200.0/24",
 ) -> list[str]:
-    return ma.port_errors(
-        host, ma.check_hosts(hosts), topology, ports, fabric_port, ma.facts_interfaces(facts)
-    )
+    return ma.plan_errors(hosts, topology, link_pool, link_prefix, node_pool, fabric_subnet)
+
+
+@_filter_errors
+def mesh_path_checks(plan: Mapping[str, Any], mtu: Any = 9000) -> list[dict[str, Any]]:
+    return ma.path_checks(plan, mtu)
+
+
+@_filter_errors
+def mesh_check_targets(extra: Any, plan: Mapping[str, Any], mtu: Any = 9000) -> list[dict[str, Any]]:
+    return ma.check_targets(list(extra or []), plan, mtu)
+
+
+@_filter_errors
+def mesh_verify_results(checks: Any, routes: Any, pings: Any) -> list[dict[str, Any]]:
+    return ma.verify_results(checks, routes, pings)
+
+
+@_filter_errors
+def mesh_reachability_table(results: Mapping[str, Any], hosts: Any) -> str:
+    return ma.reachability_table(results, ma.check_hosts(hosts))
+
+
+@_filter_errors
+def mesh_port_errors(
+    host: str, hosts: Any, topology: str, ports: Any, fabric_port: Any, interfaces: Mapping[str, str]
+) -> list[str]:
+    return ma.port_errors(host, ma.check_hosts(hosts), topology, ports, fabric_port, dict(interfaces))
+
+
+@_filter_errors
+def mesh_ip_link_interfaces(text: Any) -> dict[str, str]:
+    return ma.ip_link_interfaces(text)
 
 
 @_filter_errors
@@ -59,7 +94,7 @@ def mesh_host_plan(
     host: str,
     hosts: Any,
     topology: str,
-    facts: Mapping[str, Any],
+    interfaces: Mapping[str, str],
     ports: Any = None,
     fabric_port: Any = None,
     link_pool: str = "192.168.100.0/22",
@@ -74,7 +109,7 @@ def mesh_host_plan(
         topology,
         ports=ports,
         fabric_port=fabric_port,
-        interfaces=ma.facts_interfaces(facts),
+        interfaces=dict(interfaces),
         link_pool=link_pool,
         link_prefix=link_prefix,
         node_pool=node_pool,
@@ -97,7 +132,13 @@ class FilterModule:
             "mesh_switched_addresses": mesh_switched_addresses,
             "mesh_node_addresses": mesh_node_addresses,
             "mesh_pool_errors": mesh_pool_errors,
+            "mesh_ip_link_interfaces": mesh_ip_link_interfaces,
+            "mesh_plan_errors": mesh_plan_errors,
+            "mesh_path_checks": mesh_path_checks,
+            "mesh_check_targets": mesh_check_targets,
+            "mesh_verify_results": mesh_verify_results,
             "mesh_port_errors": mesh_port_errors,
+            "mesh_reachability_table": mesh_reachability_table,
             "mesh_host_plan": mesh_host_plan,
             "mesh_netplan": mesh_netplan,
         }

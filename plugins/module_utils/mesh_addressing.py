@@ -8,6 +8,8 @@ position in the host list, so appending a host never renumbers existing ones.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -193,18 +195,41 @@ def pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
     return errors
 
 
+def plan_errors(
+    hosts: Any,
+    topology: str,
+    link_pool: Any,
+    link_prefix: Any,
+    node_pool: Any,
+    fabric_subnet: Any,
+) -> list[str]:
+    """Whether the whole address plan can be made (hosts, prefix, pool sizes), as messages."""
+    try:
+        if topology == "switched":
+            switched_addresses(hosts, fabric_subnet)
+        else:
+            mesh_links(hosts, link_pool, link_prefix)
+            node_addresses(hosts, node_pool)
+    except MeshAddressingError as exc:
+        return [str(exc)]
+    return []
+
+
 def _overlap(a: IPNetwork, b: IPNetwork) -> bool:
     return a.first <= b.last and b.first <= a.last
 
 
-def facts_interfaces(facts: Mapping[str, Any]) -> dict[str, str]:
-    """{ifname: mac} from ansible_facts (keys there have '-' and ':' turned into '_')."""
-    out: dict[str, str] = {}
-    for name in facts.get("interfaces", []) or []:
-        entry = facts.get(name) or facts.get(name.replace("-", "_").replace(":", "_")) or {}
-        mac = entry.get("macaddress", "") if isinstance(entry, Mapping) else ""
-        out[str(name)] = str(mac or "").lower()
-    return out
+def ip_link_interfaces(text: Any) -> dict[str, str]:
+    """{ifname: mac} from `ip -j link show` (netlink, so right inside a network namespace too)."""
+    try:
+        links = json.loads(text) if isinstance(text, str) else text
+    except ValueError as exc:
+        raise MeshAddressingError(f"`ip -j link` output is not JSON: {str(text)[:80]!r}") from exc
+    if not isinstance(links, list):
+        raise MeshAddressingError(f"`ip -j link` output {str(text)[:80]!r} is not a list of links")
+    return {
+        str(link["ifname"]): str(link.get("address") or "").lower() for link in links if link.get("ifname")
+    }
 
 
 def resolve_port(
@@ -398,3 +423,138 @@ def netplan_document(plan: Mapping[str, Any], mtu: Any = 9000) -> dict[str, Any]
         }
     }
     return {"network": network}
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
+    """What verify (and the apply's rollback probe) checks from one node.
+
+    Mesh: each peer's link address and node address, both expected over the direct link;
+    the node address is pinged from our node address. Switched: each peer's fabric address.
+    Every ping is don't-fragment at the MTU (payload = MTU - 28 bytes of IPv4 + ICMP headers).
+    """
+    size = int(mtu) - 28
+    checks: list[dict[str, Any]] = []
+    if plan.get("topology") == "switched":
+        fabric = plan["fabric"]
+        for peer, address in plan["peers"].items():
+            checks.append(
+                {
+                    "dst": peer,
+                    "kind": "fabric",
+                    "address": address,
+                    "expected_dev": fabric["name"],
+                    "size": size,
+                    "source": "",
+                }
+            )
+        return checks
+    for link in plan["links"]:
+        checks.append(
+            {
+                "dst": link["peer"],
+                "kind": "link",
+                "address": link["peer_address"],
+                "expected_dev": link["ifname"],
+                "size": size,
+                "source": "",
+            }
+        )
+        checks.append(
+            {
+                "dst": link["peer"],
+                "kind": "node",
+                "address": link["peer_node_address"],
+                "expected_dev": link["ifname"],
+                "size": size,
+                "source": plan["node_address"],
+            }
+        )
+    return checks
+
+
+def check_targets(extra: Sequence[str], plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
+    """Targets for netplan_apply: extra addresses (plain ping) plus every path check (DF at the MTU)."""
+    targets: list[dict[str, Any]] = [{"address": str(a), "size": 0} for a in extra if a]
+    targets += [{"address": c["address"], "size": c["size"]} for c in path_checks(plan, mtu)]
+    return targets
+
+
+_RTT = re.compile(r"= [0-9.]+/([0-9.]+)/")
+
+
+def verify_results(
+    checks: Sequence[Mapping[str, Any]], routes: Sequence[Any], pings: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """Join path checks with `ip -j route get` and ping command results (registered loop results)."""
+    out: list[dict[str, Any]] = []
+    for check, route, ping in zip(checks, routes, pings, strict=True):
+        dev = ""
+        try:
+            parsed = json.loads(route.get("stdout") or "[]")
+            dev = str(parsed[0].get("dev", "")) if parsed else ""
+        except (ValueError, AttributeError, IndexError):
+            dev = ""
+        ping_ok = ping.get("rc") == 0
+        match = _RTT.search(ping.get("stdout") or "")
+        entry = {
+            "dst": check["dst"],
+            "kind": check["kind"],
+            "address": check["address"],
+            "expected_dev": check["expected_dev"],
+            "dev": dev,
+            "route_ok": dev == check["expected_dev"],
+            "ping_ok": ping_ok,
+            "rtt_ms": float(match.group(1)) if match else None,
+        }
+        entry["ok"] = entry["route_ok"] and ping_ok
+        if not entry["ok"]:
+            why = []
+            if not entry["route_ok"]:
+                why.append(f"route goes via {dev or '?'} instead of {check['expected_dev']}")
+            if not ping_ok:
+                err = (ping.get("stderr") or ping.get("stdout") or "").strip().splitlines()
+                why.append(f"DF ping of {check['size']} B failed" + (f": {err[-1]}" if err else ""))
+            entry["error"] = f"{check['dst']} {check['kind']} address {check['address']}: " + "; ".join(why)
+        out.append(entry)
+    return out
+
+
+# --------------------------------------------------------------------------- report
+
+
+def reachability_table(results: Mapping[str, Any], hosts: Sequence[str]) -> str:
+    """All-pairs table from verify results ({src: [verify_results entries]}); one cell per node pair.
+
+    A cell is ok only when every check for that pair passed; it shows the interface and RTT of
+    the node-address check (mesh) or fabric check (switched).
+    """
+    by_pair: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for src in hosts:
+        for entry in results.get(src) or []:
+            by_pair.setdefault((src, str(entry.get("dst"))), []).append(entry)
+    cells: dict[tuple[str, str], str] = {}
+    good = 0
+    for pair, entries in by_pair.items():
+        main = next((e for e in entries if e.get("kind") in ("node", "fabric")), entries[-1])
+        bad = [e for e in entries if not e.get("ok")]
+        if not bad:
+            good += 1
+            rtt = main.get("rtt_ms")
+            dev = main.get("dev")
+            cells[pair] = f"ok {dev} {rtt:.2f}ms" if isinstance(rtt, (int, float)) else f"ok {dev}"
+        else:
+            first = bad[0]
+            dev = first.get("dev") or "?"
+            want = first.get("expected_dev")
+            cells[pair] = f"FAIL via {dev}" + (f" (want {want})" if want and want != dev else "")
+    head = "from \\ to"
+    width = max([len(head), *(len(h) for h in hosts), *(len(c) for c in cells.values())]) + 2
+    lines = [head.ljust(width) + "".join(h.ljust(width) for h in hosts)]
+    for src in hosts:
+        row = [cells.get((src, dst), "-" if src == dst else "not checked") for dst in hosts]
+        lines.append(src.ljust(width) + "".join(c.ljust(width) for c in row))
+    lines.append(f"{good}/{len(by_pair)} node pairs OK")
+    return "\n".join(line.rstrip() for line in lines)

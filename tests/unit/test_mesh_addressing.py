@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import pytest
 from netaddr import IPAddress, IPNetwork, IPSet
@@ -160,27 +161,93 @@ def test_pool_errors() -> None:
     assert any("'nope'" in e for e in errs) and any("'bad'" in e for e in errs)
 
 
-FACTS = {
-    "interfaces": ["lo", "eth0", "enp1s0f0np0", "enp1s0f1np1"],
-    "eth0": {"macaddress": "02:00:00:00:00:01"},
-    "enp1s0f0np0": {"macaddress": "5C:25:73:00:00:10"},
-    "enp1s0f1np1": {"macaddress": "5c:25:73:00:00:11"},
-    "lo": {},
-}
+# `ip -j link show` as printed by iproute2 6.1 (Debian 12) in a node with two mesh ports.
+IP_LINK = json.dumps(
+    [
+        {
+            "ifindex": 1,
+            "ifname": "lo",
+            "flags": ["LOOPBACK", "UP", "LOWER_UP"],
+            "mtu": 65536,
+            "qdisc": "noqueue",
+            "operstate": "UNKNOWN",
+            "linkmode": "DEFAULT",
+            "group": "default",
+            "txqlen": 1000,
+            "link_type": "loopback",
+            "address": "00:00:00:00:00:00",
+            "broadcast": "00:00:00:00:00:00",
+        },
+        {
+            "ifindex": 2,
+            "link_index": 10,
+            "ifname": "eth0",
+            "flags": ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"],
+            "mtu": 1500,
+            "qdisc": "noqueue",
+            "operstate": "UP",
+            "linkmode": "DEFAULT",
+            "group": "default",
+            "txqlen": 1000,
+            "link_type": "ether",
+            "address": "02:00:00:00:00:01",
+            "broadcast": "ff:ff:ff:ff:ff:ff",
+            "link_netnsid": 0,
+        },
+        {
+            "ifindex": 3,
+            "link_index": 4,
+            "ifname": "enp1s0f0np0",
+            "flags": ["BROADCAST", "MULTICAST", "UP"],
+            "mtu": 9000,
+            "qdisc": "noqueue",
+            "operstate": "UP",
+            "linkmode": "DEFAULT",
+            "group": "default",
+            "txqlen": 1000,
+            "link_type": "ether",
+            "address": "5C:25:73:00:00:10",
+            "broadcast": "ff:ff:ff:ff:ff:ff",
+            "link_netnsid": 1,
+        },
+        {
+            "ifindex": 5,
+            "link_index": 6,
+            "ifname": "enp1s0f1np1",
+            "flags": ["BROADCAST", "MULTICAST", "UP"],
+            "mtu": 1500,
+            "qdisc": "noqueue",
+            "operstate": "UP",
+            "linkmode": "DEFAULT",
+            "group": "default",
+            "txqlen": 1000,
+            "link_type": "ether",
+            "address": "5c:25:73:00:00:11",
+            "broadcast": "ff:ff:ff:ff:ff:ff",
+            "link_netnsid": 2,
+        },
+    ]
+)
+IFACES = ma.ip_link_interfaces(IP_LINK)
 
 
-def test_facts_interfaces_lowercases_macs() -> None:
-    ifaces = ma.facts_interfaces(FACTS)
-    assert ifaces["enp1s0f0np0"] == "5c:25:73:00:00:10" and ifaces["lo"] == ""
+def test_ip_link_interfaces_lowercases_macs() -> None:
+    assert IFACES == {
+        "lo": "00:00:00:00:00:00",
+        "eth0": "02:00:00:00:00:01",
+        "enp1s0f0np0": "5c:25:73:00:00:10",
+        "enp1s0f1np1": "5c:25:73:00:00:11",
+    }
 
 
-def test_facts_interfaces_reads_mangled_keys() -> None:
-    facts = {"interfaces": ["mesh-a"], "mesh_a": {"macaddress": "aa:bb:cc:dd:ee:ff"}}
-    assert ma.facts_interfaces(facts) == {"mesh-a": "aa:bb:cc:dd:ee:ff"}
+@pytest.mark.parametrize("text", ["not json", '{"ifname": "x"}'])
+def test_ip_link_interfaces_rejects_garbage(text: str) -> None:
+    with pytest.raises(ma.MeshAddressingError, match="ip -j link"):
+        ma.ip_link_interfaces(text)
 
 
 def test_port_errors_good_mesh_by_name_and_mac() -> None:
-    ifaces = ma.facts_interfaces(FACTS)
+    ifaces = IFACES
     ports = {"n2": "enp1s0f0np0", "n3": {"macaddress": "5c:25:73:00:00:11"}}
     assert ma.port_errors("n1", ["n1", "n2", "n3"], "mesh", ports, None, ifaces) == []
 
@@ -209,12 +276,12 @@ def test_port_errors_good_mesh_by_name_and_mac() -> None:
     ],
 )
 def test_port_errors_name_the_bad_value(ports: object, needle: str) -> None:
-    errs = ma.port_errors("n1", ["n1", "n2", "n3"], "mesh", ports, None, ma.facts_interfaces(FACTS))
+    errs = ma.port_errors("n1", ["n1", "n2", "n3"], "mesh", ports, None, IFACES)
     assert any(needle in e for e in errs), errs
 
 
 def test_port_errors_switched() -> None:
-    ifaces = ma.facts_interfaces(FACTS)
+    ifaces = IFACES
     assert ma.port_errors("n1", ["n1", "n2"], "switched", {}, "enp1s0f0np0", ifaces) == []
     assert "'ens9'" in ma.port_errors("n1", ["n1", "n2"], "switched", {}, "ens9", ifaces)[0]
     assert "fabric_port is not set" in ma.port_errors("n1", ["n1", "n2"], "switched", {}, "", ifaces)[0]
@@ -227,13 +294,12 @@ def _plans(n: int) -> dict[str, dict[str, object]]:
     for host in hosts:
         peers = [h for h in hosts if h != host]
         names = [f"mesh{k}" for k in range(len(peers))]
-        facts: dict[str, object] = {"interfaces": names}
         plans[host] = ma.host_plan(
             host,
             hosts,
             "mesh",
             ports=dict(zip(peers, names, strict=True)),
-            interfaces=ma.facts_interfaces(facts),
+            interfaces=dict.fromkeys(names, ""),
         )
     return plans
 
@@ -276,7 +342,7 @@ def test_netplan_document_mesh() -> None:
 
 
 def test_netplan_document_mac_match_and_switched() -> None:
-    ifaces = ma.facts_interfaces(FACTS)
+    ifaces = IFACES
     plan = ma.host_plan(
         "n1", ["n1", "n2"], "switched", fabric_port={"macaddress": "5c:25:73:00:00:10"}, interfaces=ifaces
     )
@@ -292,3 +358,97 @@ def test_netplan_document_mac_match_and_switched() -> None:
 def test_netplan_document_bad_mtu(mtu: object) -> None:
     with pytest.raises(ma.MeshAddressingError, match=f"mtu {mtu!r}"):
         ma.netplan_document(_plans(2)["node1"], mtu)
+
+
+def test_plan_errors() -> None:
+    assert ma.plan_errors(HOSTS[:3], "mesh", "192.168.100.0/22", 30, "10.255.0.0/24", "x") == []
+    assert ma.plan_errors(HOSTS[:3], "switched", "x", 99, "y", "192.168.200.0/24") == []
+    errs = ma.plan_errors(HOSTS[:4], "mesh", "192.168.100.0/22", 24, "10.255.0.0/24", "")
+    assert errs == [
+        "pool 192.168.100.0/22 is too small: it holds 4 /24 subnets, 4 hosts need 6 (one per pair)"
+    ]
+    assert (
+        "'10.255.0.0/33'" in ma.plan_errors(HOSTS[:2], "mesh", "192.168.100.0/22", 30, "10.255.0.0/33", "")[0]
+    )
+
+
+ROUTE_OK = '[{"dst":"192.168.100.2","dev":"mesh0","prefsrc":"192.168.100.1","flags":[],"uid":0,"cache":[]}]'
+ROUTE_MGMT = json.dumps(
+    [
+        {
+            "dst": "10.255.0.3",
+            "gateway": "10.99.0.1",
+            "dev": "eth0",
+            "prefsrc": "10.99.0.10",
+            "flags": [],
+            "uid": 0,
+        }
+    ]
+)
+PING_OK = """PING 10.255.0.2 (10.255.0.2) from 10.255.0.1 : 8972(9000) bytes of data.
+8980 bytes from 10.255.0.2: icmp_seq=1 ttl=64 time=0.061 ms
+8980 bytes from 10.255.0.2: icmp_seq=2 ttl=64 time=0.045 ms
+
+--- 10.255.0.2 ping statistics ---
+2 packets transmitted, 2 received, 0% packet loss, time 201ms
+rtt min/avg/max/mdev = 0.045/0.053/0.061/0.008 ms
+"""
+PING_MTU = """PING 10.255.0.3 (10.255.0.3) 8972(9000) bytes of data.
+ping: local error: message too long, mtu=1500
+
+--- 10.255.0.3 ping statistics ---
+1 packets transmitted, 0 received, +1 errors, 100% packet loss, time 0ms
+"""
+
+
+def test_path_checks_and_targets() -> None:
+    plan = _plans(3)["node1"]
+    checks = ma.path_checks(plan, 9000)
+    assert [(c["dst"], c["kind"], c["address"], c["expected_dev"]) for c in checks] == [
+        ("node2", "link", "192.168.100.2", "mesh0"),
+        ("node2", "node", "10.255.0.2", "mesh0"),
+        ("node3", "link", "192.168.100.6", "mesh1"),
+        ("node3", "node", "10.255.0.3", "mesh1"),
+    ]
+    assert {c["size"] for c in checks} == {8972} and checks[1]["source"] == "10.255.0.1"
+    targets = ma.check_targets(["10.99.0.1", ""], plan, 9000)
+    assert targets[0] == {"address": "10.99.0.1", "size": 0} and len(targets) == 5
+
+
+def test_verify_results_parse_route_and_ping() -> None:
+    plan = _plans(3)["node1"]
+    checks = ma.path_checks(plan, 9000)[:2] + ma.path_checks(plan, 9000)[3:]
+    routes = [
+        {"stdout": ROUTE_OK},
+        {"stdout": ROUTE_OK.replace("192.168.100.2", "10.255.0.2")},
+        {"stdout": ROUTE_MGMT},
+    ]
+    pings = [
+        {"rc": 0, "stdout": PING_OK},
+        {"rc": 0, "stdout": PING_OK},
+        {"rc": 1, "stdout": PING_MTU, "stderr": ""},
+    ]
+    res = ma.verify_results(checks, routes, pings)
+    assert res[0]["ok"] and res[0]["dev"] == "mesh0" and res[0]["rtt_ms"] == 0.053
+    assert not res[2]["ok"] and res[2]["dev"] == "eth0"
+    assert res[2]["error"] == (
+        "node3 node address 10.255.0.3: route goes via eth0 instead of mesh1; DF ping of 8972 B failed: "
+        "1 packets transmitted, 0 received, +1 errors, 100% packet loss, time 0ms"
+    )
+
+
+def test_reachability_table() -> None:
+    ok = {"ok": True, "dev": "enp1s0f0np0", "expected_dev": "enp1s0f0np0"}
+    results = {
+        "n1": [
+            {"dst": "n2", "kind": "link", **ok, "rtt_ms": 0.03},
+            {"dst": "n2", "kind": "node", **ok, "rtt_ms": 0.061},
+            {"dst": "n3", "kind": "node", "ok": False, "dev": "eth0", "expected_dev": "enp1s0f1np1"},
+        ],
+        "n2": [{"dst": "n1", "kind": "link", "ok": False, **{k: ok[k] for k in ("dev", "expected_dev")}}],
+    }
+    table = ma.reachability_table(results, ["n1", "n2", "n3"]).splitlines()
+    assert table[0].split() == ["from", "\\", "to", "n1", "n2", "n3"]
+    assert "ok enp1s0f0np0 0.06ms" in table[1] and "FAIL via eth0 (want enp1s0f1np1)" in table[1]
+    assert "FAIL via enp1s0f0np0" in table[2] and "not checked" in table[2]
+    assert table[-1] == "1/3 node pairs OK"
