@@ -65,17 +65,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         recipe = load_recipe(args.recipe, args.overrides)
-        from .runtime import resolve_runtime
+        from .runtime import env_world, resolve_runtime
 
-        rt = resolve_runtime(recipe)
-        validate(recipe, world_size=rt.world_size if not args.check else None)
+        if args.check:  # on the controller: no world size and no GPU to compare with
+            check_paths(recipe)
+            print(json.dumps(recipe.to_dict(), indent=2))
+            return 0
+        validate(recipe, world_size=env_world()[1])
         check_paths(recipe)
+        rt = resolve_runtime(recipe)
     except RecipeError as exc:
         print(f"python -m rdmaops_trainer: error: {exc}", file=sys.stderr)
         return 2
-    if args.check:
-        print(json.dumps(recipe.to_dict(), indent=2))
-        return 0
     from .runtime import init_distributed, shutdown_distributed
     from .train import run
 

@@ -249,6 +249,12 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
             raise RecipeError(f"{key}: expected an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str):
+            # YAML 1.1 reads 1e-4 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise RecipeError(f"{key}: expected a number, got {value!r}")
         return float(value)
