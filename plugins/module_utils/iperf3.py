@@ -17,7 +17,7 @@ def _load(text: str) -> dict[str, Any]:
     if start < 0:
         raise Iperf3ParseError(f"no JSON object in iperf3 output: {text.strip()[:200]!r}")
     try:
-        document, _ = json.JSONDecoder().raw_decode(text[start:])
+        document, _end = json.JSONDecoder().raw_decode(text[start:])
     except json.JSONDecodeError as exc:
         raise Iperf3ParseError(f"invalid iperf3 JSON: {exc}") from exc
     if not isinstance(document, dict) or "start" not in document:

@@ -21,7 +21,7 @@ description:
     "no RDMA device" or, with O(rdma_required=false), reports C(available=false).
   - The client checks thresholds and fails naming the pair, the measured and the expected number.
 author:
-  - rdmaops developers
+  - Rdmaops Developers (@rdmaops)
 options:
   role:
     description: Which side this host runs.
@@ -118,10 +118,15 @@ options:
     default: /sys
 attributes:
   check_mode:
+    description: Can run in check_mode; nothing is run and the result says so.
     support: full
-    details: In check mode nothing is run and the result says so.
   diff_mode:
+    description: Nothing changes, so there is no diff.
     support: none
+  platform:
+    description: Linux hosts with perftest (RDMA mode) or iperf3 (TCP mode).
+    support: full
+    platforms: posix
 seealso:
   - module: rdmaops.cluster.rdma_port_info
 """

@@ -17,7 +17,7 @@ description:
   - Optionally fails when required ports are not C(ACTIVE) with C(LinkUp), listing every such port and why.
   - Only reads files; nothing on the host changes.
 author:
-  - rdmaops developers
+  - Rdmaops Developers (@rdmaops)
 options:
   sysfs_root:
     description:
@@ -40,9 +40,15 @@ options:
     default: []
 attributes:
   check_mode:
+    description: Can run in check_mode and return the same data (it only reads sysfs).
     support: full
   diff_mode:
+    description: Nothing changes, so there is no diff.
     support: none
+  platform:
+    description: Linux hosts with sysfs.
+    support: full
+    platforms: posix
 notes:
   - The GID type file holds C(IB/RoCE v1) for both InfiniBand and RoCE v1 entries; the module names it
     C(IB) on InfiniBand ports and C(RoCE v1) on Ethernet ports.
