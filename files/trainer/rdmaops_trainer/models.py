@@ -6,6 +6,7 @@ Both follow the strategy contract: ``model(input_ids, labels) -> mean loss`` (``
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -178,16 +179,21 @@ def hf_config(recipe: Recipe) -> Any:
 
     m = recipe.model
     if m.path:
-        cfg = AutoConfig.from_pretrained(m.path)
+        base = AutoConfig.from_pretrained(m.path)
     else:
         try:
-            cfg = AutoConfig.for_model(m.model_type)
+            base = AutoConfig.for_model(m.model_type)
         except ValueError as exc:
             raise RecipeError(f"model.model_type: {m.model_type!r} is not known to transformers") from exc
-    for key, value in m.config.items():
-        if not hasattr(cfg, key):
-            raise RecipeError(f"model.config.{key}: not a field of {type(cfg).__name__}")
-        setattr(cfg, key, value)
+    # catch typos: a key must be a constructor argument, an attribute, or one of the legacy keys the
+    # constructors still translate (rope_theta -> rope_parameters) or modeling code reads (head_dim)
+    known = set(inspect.signature(type(base).__init__).parameters) | set(base.to_dict())
+    known |= {"head_dim", "rope_theta", "rope_scaling"}
+    for key in m.config:
+        if key not in known:
+            raise RecipeError(f"model.config.{key}: not a field of {type(base).__name__}")
+    # overrides go through the constructor so derived fields stay consistent
+    cfg = AutoConfig.from_pretrained(m.path, **m.config) if m.path else type(base)(**m.config)
     cfg.use_cache = False
     return cfg
 

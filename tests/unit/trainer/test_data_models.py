@@ -1,0 +1,171 @@
+"""Data packing and order, tokenizers, LR schedule, models (native GPT-2 and transformers from config)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from rdmaops_trainer.config import RecipeError, load_recipe
+from rdmaops_trainer.data import (
+    IGNORE,
+    StepSampler,
+    eval_batches,
+    generate_corpus,
+    load_datasets,
+    pack,
+    read_jsonl,
+    tokenize_records,
+)
+from rdmaops_trainer.models import GPT, HFCausalLM, build_model, count_params, flops_per_token, gpt_config
+from rdmaops_trainer.tokenizer import ByteTokenizer
+from rdmaops_trainer.train import lr_at
+
+
+def test_generated_corpus_is_deterministic() -> None:
+    a, b = generate_corpus(50, seed=7), generate_corpus(50, seed=7)
+    assert a == b and a != generate_corpus(50, seed=8)
+    assert any("plus" in d for d in a) and any(d.startswith("Counting:") for d in a)
+
+
+def test_byte_tokenizer_and_chat_mask() -> None:
+    tok = ByteTokenizer()
+    assert tok.decode(tok.encode("héllo")) == "héllo"
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    ids, trainable = tok.encode_chat(msgs)
+    assert len(ids) == len(trainable)
+    # only the assistant's body (content, newline, eos) is trained on
+    trained = [i for i, t in zip(ids, trainable, strict=True) if t]
+    assert trained == [*tok.encode("yo\n"), tok.eos_id]
+
+
+def test_pack_shifts_and_masks(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    rows = [
+        {"text": "abcdefgh"},
+        {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    tok = ByteTokenizer()
+    ids, trainable = tokenize_records(read_jsonl(path, "auto"), tok, assistant_only=True)
+    blocks = pack(ids, trainable, seq_len=8)
+    assert len(blocks) == len(ids) // 9
+    batch = blocks.batch([0])
+    assert batch["input_ids"].shape == (1, 8)
+    assert batch["input_ids"][0].tolist() == tok.encode("abcdefgh")
+    assert batch["labels"][0].tolist() == [*tok.encode("bcdefgh"), tok.eos_id]
+    # the user turn of the chat record is masked out
+    assert (blocks.targets == IGNORE).any()
+    with pytest.raises(RecipeError, match=r"d.jsonl:1: record has no \"messages\""):
+        list(read_jsonl(path, "chat"))
+    with pytest.raises(RecipeError, match="not enough for one block"):
+        pack(ids[:5], trainable[:5], seq_len=8)
+
+
+def test_step_order_is_a_function_of_step_and_independent_of_world_size() -> None:
+    s1, s2 = StepSampler(100, 12, seed=3), StepSampler(100, 12, seed=3)
+    assert (s1.global_indices(17) == s2.global_indices(17)).all()
+    # every block once per epoch: steps 0..(100*3/12) cover three epochs evenly
+    seen = np.concatenate([s1.global_indices(s) for s in range(25)])
+    assert sorted(np.bincount(seen, minlength=100).tolist()) == [3] * 100
+    tok = ByteTokenizer()
+    blocks = pack(*tokenize_records(({"text": t} for t in generate_corpus(200, 1)), tok, True), 16)
+    sampler = StepSampler(len(blocks), 12, seed=3)
+
+    def step_ids(dp: int, micro: int) -> list[list[int]]:
+        mbs = [mb for r in range(dp) for mb in sampler.micro_batches(blocks, 5, r, dp, micro)]
+        return sorted(row.tolist() for mb in mbs for row in mb["input_ids"])
+
+    assert step_ids(1, 2) == step_ids(2, 2) == step_ids(3, 4) == step_ids(6, 1)
+    assert len(eval_batches(blocks, 3, 0, 2, 2)) == 3
+
+
+def test_lr_schedule_warmup_then_cosine() -> None:
+    r = load_recipe("tiny", ["train.steps=110", "train.warmup_steps=10", "train.lr=1.0", "train.min_lr=0.1"])
+    assert lr_at(r, 0) == pytest.approx(0.1) and lr_at(r, 9) == pytest.approx(1.0)
+    assert lr_at(r, 60) == pytest.approx(0.55)
+    assert lr_at(r, 109) == pytest.approx(0.1 + 0.45 * (1 + math.cos(math.pi * 99 / 100)))
+    assert all(lr_at(r, s) >= lr_at(r, s + 1) for s in range(10, 109))
+
+
+def test_gpt_shapes_tied_weights_and_flops() -> None:
+    r = load_recipe("tiny")
+    model = build_model(r, vocab_size=257)
+    assert isinstance(model, GPT) and model.lm_head.weight is model.wte.weight
+    x = torch.randint(0, 257, (2, 64))
+    assert model(x).shape == (2, 64, 320)
+    loss = model(x, torch.roll(x, -1, 1))
+    assert abs(loss.item() - math.log(320)) < 0.3  # untrained: close to uniform
+    n = count_params(model)
+    assert flops_per_token(model, 64) == 6 * (n - 64 * 64) + 12 * 2 * 64 * 64
+    # identical init on every rank: a function of the seed
+    assert torch.equal(build_model(r).h[0].attn.c_attn.weight, model.h[0].attn.c_attn.weight)
+    model.gradient_checkpointing = True
+    model(x, torch.roll(x, -1, 1)).backward()
+    gpt2 = gpt_config(load_recipe("gpt2"))
+    assert (gpt2.n_layer, gpt2.n_embd, gpt2.vocab_size) == (12, 768, 50304)
+    with pytest.raises(RecipeError, match="smaller than the tokenizer's 400 tokens"):
+        build_model(r, vocab_size=400)
+
+
+def test_generated_datasets_split_train_and_eval() -> None:
+    r = load_recipe("tiny", ["data.generated_docs=300"])
+    train, evl = load_datasets(r, ByteTokenizer(), 257)
+    assert len(evl) == int((len(train) + len(evl)) * 0.05)
+    syn_train, _ = load_datasets(load_recipe("qwen1_5b", ["data.synthetic_blocks=8"]), None, 1000)
+    assert syn_train.tokens.shape == (8, 2049) and int(syn_train.tokens.max()) < 1000
+
+
+def _reduced(name: str, config: dict[str, object], model_type: str) -> list[str]:
+    sets = ["model.path=null", "model.init=random", f"model.model_type={model_type}", "model.dtype=float32"]
+    return [*sets, f"model.config={json.dumps(config)}"]
+
+
+def test_qwen14b_recipe_builds_a_reduced_qwen2_from_config() -> None:
+    cfg = {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 300,
+    }
+    r = load_recipe("qwen14b", _reduced("qwen14b", cfg, "qwen2"))
+    model = build_model(r)
+    assert isinstance(model, HFCausalLM) and type(model.hf).__name__ == "Qwen2ForCausalLM"
+    assert len(model.blocks()) == 2
+    x = torch.randint(0, 300, (2, 16))
+    loss = model(x, torch.roll(x, -1, 1))
+    assert torch.isfinite(loss) and abs(loss.item() - math.log(300)) < 0.5
+    assert flops_per_token(model, 16) > 6 * count_params(model)
+
+
+def test_glm_recipe_builds_a_reduced_glm4_moe_from_config() -> None:
+    cfg = {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "moe_intermediate_size": 32,
+        "n_routed_experts": 4,
+        "num_experts_per_tok": 2,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "vocab_size": 256,
+    }
+    r = load_recipe("glm", _reduced("glm", cfg, "glm4_moe"))
+    model = build_model(r)
+    assert type(model.hf).__name__ == "Glm4MoeForCausalLM"
+    names = [n for n, _ in model.named_parameters()]
+    # layer 0 dense MLP, layer 1 MoE with fused routed experts and a shared expert: what the LoRA targets meet
+    assert "hf.model.layers.0.mlp.gate_proj.weight" in names
+    assert "hf.model.layers.1.mlp.shared_experts.up_proj.weight" in names
+    assert any(".mlp.experts." in n for n in names)
+    # MFU counts only the active share of the routed experts
+    dense = 6 * count_params(model)
+    assert flops_per_token(model, 1) < dense
+    with pytest.raises(RecipeError, match=r"model\.config\.not_a_field: not a field of Glm4MoeConfig"):
+        build_model(load_recipe("glm", _reduced("glm", {"not_a_field": 1}, "glm4_moe")))
