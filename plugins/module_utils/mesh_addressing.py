@@ -13,7 +13,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from netaddr import AddrFormatError, IPAddress, IPNetwork
+try:
+    from netaddr import AddrFormatError, IPAddress, IPNetwork
+
+    HAS_NETADDR = True
+except ImportError:  # reported by parse_pool, the one entry to netaddr
+    HAS_NETADDR = False
 
 
 class MeshAddressingError(ValueError):
@@ -25,6 +30,10 @@ class MeshAddressingError(ValueError):
 
 def parse_pool(value: Any, what: str = "pool") -> IPNetwork:
     """Parse an IPv4 CIDR string; reject host bits so a typo is not silently 'fixed'."""
+    if not HAS_NETADDR:
+        raise MeshAddressingError(
+            "the Python library netaddr is required on the controller (pip install netaddr)"
+        )
     if not isinstance(value, str) or "/" not in value:
         raise MeshAddressingError(f"{what} {value!r} is not a CIDR string such as '192.168.100.0/22'")
     try:
@@ -171,6 +180,8 @@ def node_addresses(hosts: Any, pool: Any) -> dict[str, str]:
 
 def pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
     """Messages for unparsable pools, pools that overlap each other, or the management network."""
+    if not HAS_NETADDR:
+        return ["the Python library netaddr is required on the controller (pip install netaddr)"]
     errors: list[str] = []
     parsed: dict[str, IPNetwork] = {}
     for name, value in pools.items():
@@ -274,7 +285,7 @@ def port_errors(
     if topology == "switched":
         if not fabric_port:
             return [f"{host}: mesh_network_fabric_port is not set (switched topology)"]
-        _, err = resolve_port(fabric_port, interfaces, f"{host}: mesh_network_fabric_port")
+        _port, err = resolve_port(fabric_port, interfaces, f"{host}: mesh_network_fabric_port")
         return [err] if err else []
     if topology != "mesh":
         return [f"mesh_network_topology {topology!r} is neither 'mesh' nor 'switched'"]
@@ -296,7 +307,8 @@ def port_errors(
         if err:
             errors.append(err)
             continue
-        assert resolved is not None
+        if resolved is None:  # resolve_port returns either a port or an error
+            continue
         ifname = resolved["name"]
         if ifname in used:
             errors.append(f"{host}: interface {ifname!r} is used for both {used[ifname]!r} and {peer!r}")
@@ -305,6 +317,13 @@ def port_errors(
 
 
 # --------------------------------------------------------------------------- per-host plan
+
+
+def _resolved(spec: Any, interfaces: Mapping[str, str]) -> dict[str, str]:
+    port, err = resolve_port(spec, interfaces, "port")
+    if port is None:
+        raise MeshAddressingError(err or f"port {spec!r} cannot be resolved")
+    return port
 
 
 def host_plan(
@@ -331,8 +350,7 @@ def host_plan(
         raise MeshAddressingError("; ".join(errors))
     plan: dict[str, Any] = {"host": host, "index": names.index(host), "topology": topology}
     if topology == "switched":
-        fabric, _ = resolve_port(fabric_port, ifaces, "fabric port")
-        assert fabric is not None
+        fabric = _resolved(fabric_port, ifaces)
         mine = switched_addresses(names, fabric_subnet)
         plan.update(
             node_address=mine[host]["address"],
@@ -349,8 +367,7 @@ def host_plan(
             continue
         me_a = link["a"] == host
         peer = link["b"] if me_a else link["a"]
-        port, _ = resolve_port((ports or {})[peer], ifaces, "port")
-        assert port is not None
+        port = _resolved((ports or {})[peer], ifaces)
         links.append(
             {
                 "peer": peer,

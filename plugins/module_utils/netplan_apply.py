@@ -160,7 +160,7 @@ def _restore(dest: str, old: str | None, mode: int, ops: ApplyOps) -> list[str]:
     else:
         ops.write(dest, old, mode)
     for argv in (GENERATE, RELOAD):
-        rc, _, err = ops.run(argv)
+        rc, _out, err = ops.run(argv)
         if rc != 0:
             problems.append(f"{' '.join(argv)} failed during restore (rc={rc}): {err.strip()}")
     return problems
@@ -204,7 +204,7 @@ def safe_apply(
         "rolled_back": True,
     }
 
-    rc, _, err = ops.run(GENERATE)
+    rc, _out, err = ops.run(GENERATE)
     if rc != 0:
         details["restore_problems"] = _restore(dest, old, mode, ops)
         raise ApplyError(
@@ -212,7 +212,7 @@ def safe_apply(
             "the previous file was restored",
             details,
         )
-    rc, _, err = ops.run(RELOAD)
+    rc, _out, err = ops.run(RELOAD)
     if rc != 0:
         details["restore_problems"] = _restore(dest, old, mode, ops)
         raise ApplyError(

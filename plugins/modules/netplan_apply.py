@@ -18,7 +18,8 @@ description:
     naming the targets.
   - All of this runs on the node in one go, so the rollback also happens when the management connection
     breaks.
-author: rdmaops developers
+author:
+  - Rdmaops Developers (@rdmaops)
 options:
   dest:
     description: Path of the netplan file.
@@ -50,9 +51,15 @@ options:
     default: true
 attributes:
   check_mode:
+    description: Reports whether the file would change, with a diff, and touches nothing.
     support: full
   diff_mode:
+    description: Shows the old and new file.
     support: full
+  platform:
+    description: Linux with netplan and the systemd-networkd renderer.
+    support: full
+    platforms: posix
 notes:
   - Needs C(netplan), C(networkctl) and C(ping) on the node.
 """

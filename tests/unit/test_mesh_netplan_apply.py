@@ -27,10 +27,10 @@ class FakeNode:
 
     def ops(self) -> na.ApplyOps:
         return na.ApplyOps(
-            read=lambda p: self.files.get(p),
+            read=self.files.get,
             write=self._write,
             remove=self._remove,
-            mode=lambda p: self.modes.get(p),
+            mode=self.modes.get,
             chmod=self._chmod,
             run=self._run,
             probe=self._probe,
