@@ -227,3 +227,14 @@ def test_module_rejects_bad_input(
 ) -> None:
     out = run_module(monkeypatch, capsys, **args)
     assert out["failed"] is True and match in out["msg"]
+
+
+def test_numbers_from_perftest_outputs() -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "perftest"
+    sweep = bw.parse_output("rdma", (fixtures / "mlx5_roce_write_bw_gbits_sweep.txt").read_text())
+    assert bw.numbers("rdma", sweep) == {"gbps": 196.07, "latency_us": None}
+    lat = bw.parse_output("rdma", (fixtures / "cx7_write_lat_rdmacm.txt").read_text())
+    assert bw.numbers("rdma", lat) == {"gbps": None, "latency_us": 1.47}
+    # A latency server prints no table: no numbers, no crash.
+    header_only = (fixtures / "cx7_write_lat_rdmacm.txt").read_text().split(" #bytes")[0]
+    assert bw.numbers("rdma", bw.parse_output("rdma", header_only)) == {"gbps": None, "latency_us": None}
