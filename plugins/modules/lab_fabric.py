@@ -1,0 +1,135 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: lab_fabric
+short_description: Wire the network of a local virtual cluster (lab) instance
+version_added: "0.1.0"
+description:
+  - Creates, on the local host, one network namespace per node (C(<name>-<node>)), a management bridge
+    C(<name>-mbr) holding the first address of O(mgmt_cidr), and per node a veth pair whose node end
+    C(mgmt0) gets
+    the node's management address (C(.11), C(.12), ...). No default route is added and the host's forwarding
+    setting is not touched.
+  - Data ports, left without addresses. O(topology=mesh) makes one veth pair per node pair; node number i
+    reaches
+    peer j through C(data<j-1>) when j < i and C(data<j-2>) when j > i, so appending nodes never renames a
+    port.
+    O(topology=switched) gives every node one port C(data0) whose host end is on the bridge C(<name>-dbr).
+  - Every port gets a MAC derived from the instance, node and port names and an alias naming its link, so
+    re-runs recognise what they made, repair half-made links, remove ports of another topology and change
+    nothing when all is in place.
+  - Host-side names start with C(<name>-) and fit the kernel's 15 characters.
+author:
+  - Rdmaops Developers (@rdmaops)
+options:
+  name:
+    description: Instance name, 1-10 lowercase letters or digits; the prefix of every host-side name.
+    type: str
+    required: true
+  nodes:
+    description: Node names in order; the position (from 1) is the node number used in addresses and port
+      names.
+    type: list
+    elements: str
+    required: true
+  topology:
+    description: Data network wiring.
+    type: str
+    choices: [mesh, switched]
+    default: mesh
+  mgmt_cidr:
+    description: IPv4 management network; the host bridge gets the first address, node i gets the (10+i)th.
+    type: str
+    default: 10.99.0.0/24
+  fabric_mtu:
+    description: MTU of the host side of a switched fabric (bridge and host veth ends), so jumbo frames pass.
+    type: int
+    default: 9000
+attributes:
+  check_mode:
+    description: Reports what would change without changing it.
+    support: full
+  diff_mode:
+    description: No diff is returned.
+    support: none
+  platform:
+    description: Linux hosts with iproute2, overlayfs, cgroups and systemd-nspawn.
+    support: full
+    platforms: posix
+requirements:
+  - iproute2 with JSON output (C(ip -j)); run as root.
+"""
+
+EXAMPLES = r"""
+- name: Wire a three-node mesh
+  rdmaops.cluster.lab_fabric:
+    name: lab
+    nodes: [node1, node2, node3]
+    topology: mesh
+    mgmt_cidr: 10.99.0.0/24
+  register: lab_fabric_result
+"""
+
+RETURN = r"""
+plan:
+  description: What the instance looks like, whether or not anything changed.
+  returned: always
+  type: dict
+  contains:
+    mgmt_host_ip:
+      description: Address of the host on the management bridge.
+      type: str
+      sample: 10.99.0.1
+    nodes:
+      description: Per node its number, netns, management address and C(ports) (peer name to port, or
+        C(fabric)).
+      type: list
+      elements: dict
+      sample: [{"name": "node1", "index": 1, "netns": "lab-node1", "mgmt_ip": "10.99.0.11",
+                "ports": {"node2": "data0", "node3": "data1"}, "macs": {"data0": "02:4f:10:aa:01:9c"}}]
+    links:
+      description: Mesh links, one per node pair.
+      type: list
+      elements: dict
+      sample: [{"a": "node1", "a_if": "data0", "b": "node2", "b_if": "data0"}]
+changes:
+  description: What was done (or would be done in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: ["add netns lab-node1", "add bridge lab-mbr"]
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import Fabric, Host, LabError, make_plan
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "name": {"type": "str", "required": True},
+            "nodes": {"type": "list", "elements": "str", "required": True},
+            "topology": {"type": "str", "choices": ["mesh", "switched"], "default": "mesh"},
+            "mgmt_cidr": {"type": "str", "default": "10.99.0.0/24"},
+            "fabric_mtu": {"type": "int", "default": 9000},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        plan = make_plan(p["name"], p["nodes"], p["topology"], p["mgmt_cidr"])
+        host = Host(p["name"], check_mode=module.check_mode)
+        Fabric(host, plan, p["fabric_mtu"]).apply()
+    except LabError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(changed=bool(host.changes), changes=host.changes, plan=plan.as_dict())
+
+
+if __name__ == "__main__":
+    main()

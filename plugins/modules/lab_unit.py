@@ -1,0 +1,112 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: lab_unit
+short_description: Run a lab process (a node's systemd-nspawn, the apt proxy) detached in its own cgroup
+version_added: "0.1.0"
+description:
+  - The host's PID 1 may not be systemd, so there is no C(systemctl) to supervise lab processes. This
+    module starts
+    O(argv) in a new session, detached from Ansible, with output appended to C(<run_dir>/<name>/<unit>.log)
+    and its
+    PID in C(<run_dir>/<name>/<unit>.pid).
+  - The process is first moved into the cgroup C(rdmaops-lab/<name>/<unit>) of the name=systemd hierarchy
+    and of
+    the cgroup2 hierarchy. Every node then has a cgroup of its own, which systemd inside the node needs to
+    keep
+    its units apart from other nodes' units, and teardown finds every process of the instance there.
+  - Nothing is done when the recorded process runs with exactly O(argv). Otherwise leftovers in the unit's
+    cgroup
+    (a crashed run, another configuration) are stopped first.
+author:
+  - Rdmaops Developers (@rdmaops)
+options:
+  name:
+    description: Instance name.
+    type: str
+    required: true
+  unit:
+    description: Unit name within the instance (a node name, or C(aptproxy)).
+    type: str
+    required: true
+  argv:
+    description: Command and arguments, run without a shell.
+    type: list
+    elements: str
+    required: true
+  state:
+    description: V(started) starts the unit if needed; V(stopped) stops it (containers get SIGRTMIN+4 first).
+    type: str
+    choices: [started, stopped]
+    default: started
+  stop_timeout:
+    description: Seconds to wait for an orderly stop before SIGKILL.
+    type: int
+    default: 30
+attributes:
+  check_mode:
+    description: Reports what would change without changing it.
+    support: full
+  diff_mode:
+    description: No diff is returned.
+    support: none
+  platform:
+    description: Linux hosts with iproute2, overlayfs, cgroups and systemd-nspawn.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Start the apt proxy of instance lab
+  rdmaops.cluster.lab_unit:
+    name: lab
+    unit: aptproxy
+    argv: [/usr/sbin/apt-cacher-ng, -c, /var/lib/rdmaops-lab/lab/aptproxy/conf, ForeGround=1]
+"""
+
+RETURN = r"""
+pid:
+  description: PID of the unit's main process (null in check mode when it would be started, and when stopped).
+  returned: always
+  type: int
+  sample: 41234
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import Host, LabError
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "name": {"type": "str", "required": True},
+            "unit": {"type": "str", "required": True},
+            "argv": {"type": "list", "elements": "str", "required": True},
+            "state": {"type": "str", "choices": ["started", "stopped"], "default": "started"},
+            "stop_timeout": {"type": "int", "default": 30},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    pid = None
+    try:
+        host = Host(p["name"], check_mode=module.check_mode)
+        if p["state"] == "started":
+            pid = host.start(p["unit"], p["argv"])
+        else:
+            host.stop(p["unit"], timeout=p["stop_timeout"])
+    except LabError as exc:
+        module.fail_json(msg=str(exc))
+    for warning in host.warnings:
+        module.warn(warning)
+    module.exit_json(changed=bool(host.changes), pid=pid, changes=host.changes)
+
+
+if __name__ == "__main__":
+    main()
