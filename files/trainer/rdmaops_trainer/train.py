@@ -55,7 +55,7 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
     train_data, eval_data = load_datasets(recipe, tok, vocab)
 
     with strategy.init_context():
-        model = build_model(recipe, vocab_size=vocab)
+        model = build_model(recipe, vocab_size=vocab, device="meta" if strategy.build_on_meta() else "cpu")
     n_params = count_params(model)
     fpt = flops_per_token(model, recipe.data.seq_len)
     if recipe.lora.enabled:

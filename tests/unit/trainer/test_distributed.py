@@ -116,3 +116,41 @@ def test_fsdp2_resume_on_other_world_size(
     start = records(out, "start")[-1]
     assert start["start_step"] == 4 and start["world_size"] == nproc
     assert_close(losses(out), losses(fsdp2_ref), AGREE, range(5, 9))
+
+
+def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) -> None:
+    """A transformers checkpoint on disk: rank 1 builds on the meta device and receives rank 0's weights;
+    the first loss equals a single-process forward of the same model on the same step-0 batch."""
+    import torch
+    from rdmaops_trainer.config import load_recipe
+    from rdmaops_trainer.data import StepSampler, load_datasets
+    from rdmaops_trainer.models import build_model
+    from rdmaops_trainer.tokenizer import ByteTokenizer
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    model_dir = runs / "qwen-mini"
+    torch.manual_seed(0)
+    cfg = Qwen2Config(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=300,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
+    )
+    AutoModelForCausalLM.from_config(cfg).save_pretrained(model_dir)
+    out = runs / "hf-fsdp2"
+    sets = ["model.kind=hf", "model.init=pretrained", f"model.path={model_dir}", "model.config={}"]
+    args = tiny_args(out, 2, "strategy.name=fsdp2", *sets)
+    run_trainer(2, *args)
+    recipe = load_recipe("tiny", [a for a in args if "=" in a])
+    train, _ = load_datasets(recipe, ByteTokenizer(), 300)
+    batch = train.batch(StepSampler(len(train), 12, recipe.seed).global_indices(0))
+    model = build_model(recipe)
+    with torch.no_grad():
+        expected = model(batch["input_ids"], batch["labels"]).item()
+    curve = losses(out)
+    assert abs(curve[1] - expected) <= AGREE, (curve[1], expected)
+    assert curve[8] < curve[1] - 0.5

@@ -84,6 +84,11 @@ class Strategy(abc.ABC):
         """Context the trainer builds the model in (e.g. ``deepspeed.zero.Init`` to build it partitioned)."""
         return contextlib.nullcontext()
 
+    def build_on_meta(self) -> bool:
+        """True: the trainer builds this rank's model on the meta device (shapes only) and ``prepare``
+        fills the weights (e.g. broadcast from rank 0), so a node does not hold one full copy per rank."""
+        return False
+
     @abc.abstractmethod
     def prepare(self, model: nn.Module) -> None:
         """Take ownership of ``model`` (CPU, fp32): move, shard or wrap it, then create ``self.optimizer``."""
@@ -162,8 +167,10 @@ class Strategy(abc.ABC):
             group["lr"] = lr
 
     def to_device(self, batch: Batch) -> Batch:
-        nb = self.rt.is_cuda
-        return {k: v.to(self.rt.device, non_blocking=nb) for k, v in batch.items()}
+        if not self.rt.is_cuda:
+            return batch
+        # pinned source: the copy is queued on the stream and the host does not wait for the GPU
+        return {k: v.pin_memory().to(self.rt.device, non_blocking=True) for k, v in batch.items()}
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
         """bf16 autocast for strategies that keep fp32 weights and no mixed-precision policy of their own."""

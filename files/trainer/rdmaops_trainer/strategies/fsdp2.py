@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
 from torch import nn
+from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
@@ -21,11 +23,21 @@ from .base import Batch, Strategy
 class FSDP2Strategy(Strategy):
     name = "fsdp2"
 
+    @property
+    def _broadcast_init(self) -> bool:
+        # pretrained weights are read by rank 0 only and broadcast shard by shard after fully_shard
+        m = self.recipe.model
+        return m.kind == "hf" and m.init == "pretrained" and self.rt.world_size > 1
+
+    def build_on_meta(self) -> bool:
+        return self._broadcast_init and self.rt.rank != 0
+
     def prepare(self, model: nn.Module) -> None:
         # trainable weights train in fp32 (frozen LoRA bases may stay bf16)
         for p in model.parameters():
             if p.requires_grad and p.dtype != torch.float32:
                 p.data = p.data.float()
+        full_sd = (model.state_dict() if self.rt.rank == 0 else {}) if self._broadcast_init else None
         mesh = init_device_mesh(self.rt.device.type, (self.rt.world_size,))
         mp = None
         if self.rt.compute_dtype != torch.float32:
@@ -40,6 +52,14 @@ class FSDP2Strategy(Strategy):
                 block.compile()
             fully_shard(block, **kwargs)
         fully_shard(model, **kwargs)
+        if full_sd is not None:
+            if any(p.is_meta for p in model.parameters()):
+                model.to_empty(device=self.rt.device)
+            opts = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+            set_model_state_dict(model, full_sd, options=opts)
+            # non-persistent buffers (rotary inv_freq) are not in the state dict
+            for buf in model.buffers():
+                dist.broadcast(buf, src=0)
         self.model = model
         self.optimizer = self.build_optimizer(model.named_parameters())
 
