@@ -115,7 +115,7 @@ def test_generated_datasets_split_train_and_eval() -> None:
     r = load_recipe("tiny", ["data.generated_docs=300"])
     train, evl = load_datasets(r, ByteTokenizer(), 257)
     assert len(evl) == int((len(train) + len(evl)) * 0.05)
-    syn_train, _ = load_datasets(load_recipe("qwen1_5b", ["data.synthetic_blocks=8"]), None, 1000)
+    syn_train = load_datasets(load_recipe("qwen1_5b", ["data.synthetic_blocks=8"]), None, 1000)[0]
     assert syn_train.tokens.shape == (8, 2049) and int(syn_train.tokens.max()) < 1000
 
 
@@ -159,7 +159,7 @@ def test_glm_recipe_builds_a_reduced_glm4_moe_from_config() -> None:
     r = load_recipe("glm", _reduced("glm", cfg, "glm4_moe"))
     model = build_model(r)
     assert type(model.hf).__name__ == "Glm4MoeForCausalLM"
-    names = [n for n, _ in model.named_parameters()]
+    names = [n for n, _p in model.named_parameters()]
     # layer 0 dense MLP, layer 1 MoE with fused routed experts and a shared expert: what the LoRA targets meet
     assert "hf.model.layers.0.mlp.gate_proj.weight" in names
     assert "hf.model.layers.1.mlp.shared_experts.up_proj.weight" in names

@@ -146,7 +146,7 @@ def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) ->
     args = tiny_args(out, 2, "strategy.name=fsdp2", *sets)
     run_trainer(2, *args)
     recipe = load_recipe("tiny", [a for a in args if "=" in a])
-    train, _ = load_datasets(recipe, ByteTokenizer(), 300)
+    train = load_datasets(recipe, ByteTokenizer(), 300)[0]
     batch = train.batch(StepSampler(len(train), 12, recipe.seed).global_indices(0))
     model = build_model(recipe)
     with torch.no_grad():
