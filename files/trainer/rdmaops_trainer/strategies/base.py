@@ -188,5 +188,12 @@ class Strategy(abc.ABC):
         """Collective: restore what ``save`` wrote, possibly from a run with another world size."""
 
     def export(self, path: Path) -> Path | None:
-        """Write a deployable artefact (e.g. the LoRA adapter as safetensors) under ``path``; None if none."""
-        return None
+        """Write a deployable artefact (e.g. the LoRA adapter as safetensors) under ``path``; None if none.
+
+        Collective. The default exports the LoRA adapter of a DDP/FSDP2/plain model (rank 0 writes).
+        """
+        if not self.recipe.lora.enabled:
+            return None
+        from ..lora import export_distributed
+
+        return export_distributed(self.module(), path, self.rt.is_main)

@@ -276,15 +276,12 @@ class Zero3Strategy(Strategy):
     def export(self, path: Path) -> Path | None:
         if not self.recipe.lora.enabled:
             return None
-        from .. import lora
-
-        module = self.module()
-        trainable = [p for p in module.parameters() if p.requires_grad]
         import deepspeed
 
-        # gather the (small) adapter tensors from their ZeRO-3 partitions onto every rank, then rank 0 writes
-        with deepspeed.zero.GatheredParameters(trainable, modifier_rank=None):
-            state = {k: v.detach().clone().cpu() for k, v in module.state_dict().items() if "lora_" in k}
-        if not self.rt.is_main:
-            return None
-        return lora.export_adapter(module, path, state)
+        from ..lora import export_distributed
+
+        module = self.module()
+        adapters = [p for name, p in module.named_parameters() if ".lora_" in name]
+        # the (small) adapter tensors are gathered from their ZeRO-3 partitions on every rank; rank 0 writes
+        with deepspeed.zero.GatheredParameters(adapters, modifier_rank=None):
+            return export_distributed(module, path, self.rt.is_main)
