@@ -68,6 +68,11 @@ def mesh_check_targets(extra: Any, plan: Mapping[str, Any], mtu: Any = 9000) -> 
 
 
 @_filter_errors
+def mesh_expected_addresses(plan: Mapping[str, Any]) -> list[dict[str, str]]:
+    return ma.expected_addresses(plan)
+
+
+@_filter_errors
 def mesh_verify_results(checks: Any, routes: Any, pings: Any) -> list[dict[str, Any]]:
     return ma.verify_results(checks, routes, pings)
 
@@ -137,6 +142,7 @@ class FilterModule:
             "mesh_path_checks": mesh_path_checks,
             "mesh_check_targets": mesh_check_targets,
             "mesh_verify_results": mesh_verify_results,
+            "mesh_expected_addresses": mesh_expected_addresses,
             "mesh_port_errors": mesh_port_errors,
             "mesh_reachability_table": mesh_reachability_table,
             "mesh_host_plan": mesh_host_plan,

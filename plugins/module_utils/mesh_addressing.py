@@ -499,6 +499,18 @@ def check_targets(extra: Sequence[str], plan: Mapping[str, Any], mtu: Any) -> li
     return targets
 
 
+def expected_addresses(plan: Mapping[str, Any]) -> list[dict[str, str]]:
+    """(ifname, address/len) pairs the plan configures, for netplan_apply's expect_addresses."""
+    if plan.get("topology") == "switched":
+        fabric = plan["fabric"]
+        return [{"ifname": fabric["name"], "address": fabric["cidr"]}]
+    out = [
+        {"ifname": link["ifname"], "address": f"{link['address']}/{link['prefix']}"} for link in plan["links"]
+    ]
+    out.append({"ifname": plan["socket_ifname"], "address": f"{plan['node_address']}/32"})
+    return out
+
+
 _RTT = re.compile(r"= [0-9.]+/([0-9.]+)/")
 
 

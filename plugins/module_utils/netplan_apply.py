@@ -4,13 +4,16 @@
 `netplan try` cannot be used unattended (it reverts at once with stdin on /dev/null and
 exits 0 either way) and `netplan apply` needs udev. This does what works on servers
 with the networkd renderer and in containers alike: back up, install, `netplan
-generate` (restore on failure), `networkctl reload`, then probe with retries the
-targets that answered before the change; restore, regenerate and reload if any
+generate` (restore on failure), `networkctl reload`, wait until networkd shows the
+new addresses (the reload is asynchronous: a probe right after it still sees the old
+configuration), then probe with retries the targets that answered before the change,
+until one round in which all of them answer; restore, regenerate and reload if any
 stopped answering. Side effects go through `ApplyOps` so the decisions are unit-tested.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import tempfile
@@ -54,6 +57,18 @@ def parse_targets(raw: Sequence[Any]) -> list[Target]:
     return targets
 
 
+def parse_expect(raw: Sequence[Any]) -> list[tuple[str, str]]:
+    """[{ifname, address: 'a.b.c.d/len'}] -> [(ifname, address)]."""
+    out: list[tuple[str, str]] = []
+    for item in raw:
+        if not isinstance(item, dict) or not item.get("ifname") or "/" not in str(item.get("address", "")):
+            raise ValueError(
+                f"expected address {item!r} is not a mapping with ifname and address 'a.b.c.d/len'"
+            )
+        out.append((str(item["ifname"]), str(item["address"])))
+    return out
+
+
 def ping_argv(target: Target, wait_s: int = 1) -> list[str]:
     argv = ["ping", "-n", "-q", "-c", "1", "-W", str(wait_s)]
     if target.size:
@@ -68,6 +83,22 @@ def probe_parallel(targets: Sequence[Target], wait_s: int = 1) -> list[bool]:
         for t in targets
     ]
     return [proc.wait() == 0 for proc in procs]
+
+
+def parse_ip_addr(text: str) -> dict[str, set[str]]:
+    """{ifname: {'a.b.c.d/len', ...}} from `ip -j addr show` (IPv4 only)."""
+    out: dict[str, set[str]] = {}
+    for link in json.loads(text or "[]"):
+        addrs = out.setdefault(str(link.get("ifname", "")), set())
+        for info in link.get("addr_info", []):
+            if info.get("family") == "inet":
+                addrs.add(f"{info['local']}/{info['prefixlen']}")
+    return out
+
+
+def read_addresses() -> dict[str, set[str]]:
+    rc, out, _err = run_command(["ip", "-j", "addr", "show"])
+    return parse_ip_addr(out) if rc == 0 else {}
 
 
 def run_command(argv: list[str]) -> tuple[int, str, str]:
@@ -125,6 +156,7 @@ class ApplyOps:
     chmod: Callable[[str, int], None] = os.chmod
     run: Callable[[list[str]], tuple[int, str, str]] = run_command
     probe: Callable[[Sequence[Target]], list[bool]] = probe_parallel
+    addresses: Callable[[], dict[str, set[str]]] = read_addresses
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
 
@@ -140,16 +172,29 @@ class ApplyResult:
 
 
 def _wait_for(targets: Sequence[Target], timeout_s: float, ops: ApplyOps) -> list[Target]:
-    """Probe until every target answers or time runs out; return those still silent."""
+    """Probe until one round in which every target answers; return the silent ones of the last round.
+
+    A whole round must pass: while networkd is still reconfiguring, targets can answer over the old
+    configuration, so one answer per target collected over several rounds proves nothing.
+    """
     start = ops.monotonic()
-    missing = list(targets)
-    while missing:
-        answers = ops.probe(missing)
-        missing = [t for t, ok in zip(missing, answers, strict=True) if not ok]
+    while True:
+        answers = ops.probe(targets) if targets else []
+        missing = [t for t, ok in zip(targets, answers, strict=True) if not ok]
         if not missing or ops.monotonic() - start >= timeout_s:
-            break
+            return missing
         ops.sleep(1.0)
-    return missing
+
+
+def _wait_addresses(expect: Sequence[tuple[str, str]], timeout_s: float, ops: ApplyOps) -> list[str]:
+    """Wait until every (ifname, address/len) is configured; return those still missing."""
+    start = ops.monotonic()
+    while True:
+        have = ops.addresses()
+        missing = [f"{addr} on {ifname}" for ifname, addr in expect if addr not in have.get(ifname, set())]
+        if not missing or ops.monotonic() - start >= timeout_s:
+            return missing
+        ops.sleep(0.2)
 
 
 def _restore(dest: str, old: str | None, mode: int, ops: ApplyOps) -> list[str]:
@@ -172,6 +217,7 @@ def safe_apply(
     *,
     mode: int = 0o600,
     targets: Sequence[Target] = (),
+    expect: Sequence[tuple[str, str]] = (),
     timeout_s: float = 20.0,
     check_mode: bool = False,
     backup: bool = True,
@@ -220,7 +266,15 @@ def safe_apply(
         )
 
     start = ops.monotonic()
-    missing = _wait_for(required, timeout_s, ops)
+    unset = _wait_addresses(expect, timeout_s, ops)
+    if unset:
+        details["restore_problems"] = _restore(dest, old, mode, ops)
+        raise ApplyError(
+            f"after applying {dest}, networkd did not configure {', '.join(unset)} within {timeout_s:g} s; "
+            "the previous file was restored",
+            details,
+        )
+    missing = _wait_for(required, max(timeout_s - (ops.monotonic() - start), 1.0), ops)
     waited = ops.monotonic() - start
     if missing:
         details["restore_problems"] = _restore(dest, old, mode, ops)

@@ -41,6 +41,15 @@ options:
     type: list
     elements: raw
     default: []
+  expect_addresses:
+    description:
+      - Addresses the new file configures, as mappings with C(ifname) and C(address) (C(a.b.c.d/len)).
+      - C(networkctl reload) returns before networkd has reconfigured the links; probing starts only once
+        all of these show up in C(ip addr), so answers over the old configuration do not count. Not
+        showing up within O(timeout) also rolls back.
+    type: list
+    elements: dict
+    default: []
   timeout:
     description: Seconds to wait for the targets after the reload (a single probe right after it is racy).
     type: int
@@ -73,6 +82,9 @@ EXAMPLES = r"""
       - 10.99.0.1
       - address: 192.168.100.2
         size: 8972
+    expect_addresses:
+      - ifname: enp1s0f0np0
+        address: 192.168.100.1/30
     timeout: 20
 """
 
@@ -106,6 +118,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.netplan_apply import (
     ApplyError,
+    parse_expect,
     parse_targets,
     safe_apply,
 )
@@ -118,6 +131,7 @@ def main() -> None:
             "content": {"type": "str", "required": True},
             "mode": {"type": "str", "default": "0600"},
             "check_targets": {"type": "list", "elements": "raw", "default": []},
+            "expect_addresses": {"type": "list", "elements": "dict", "default": []},
             "timeout": {"type": "int", "default": 20},
             "backup": {"type": "bool", "default": True},
         },
@@ -127,6 +141,7 @@ def main() -> None:
     try:
         mode = int(params["mode"], 8)
         targets = parse_targets(params["check_targets"])
+        expect = parse_expect(params["expect_addresses"])
     except ValueError as exc:
         module.fail_json(msg=f"bad argument: {exc}")
     # If the management link drops mid-apply the SSH session may hang up; finish the rollback anyway.
@@ -137,6 +152,7 @@ def main() -> None:
             params["content"],
             mode=mode,
             targets=targets,
+            expect=expect,
             timeout_s=params["timeout"],
             check_mode=module.check_mode,
             backup=params["backup"],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -15,7 +16,11 @@ class FakeNode:
     """A node whose reachability depends on which netplan file is installed."""
 
     def __init__(
-        self, old: str | None, reachable: dict[str | None, set[str]], generate_ok: bool = True
+        self,
+        old: str | None,
+        reachable: dict[str | None, set[str]],
+        generate_ok: bool = True,
+        reload_lag: int = 0,
     ) -> None:
         self.files: dict[str, str] = {} if old is None else {DEST: old}
         self.modes: dict[str, int] = {} if old is None else {DEST: 0o600}
@@ -24,6 +29,10 @@ class FakeNode:
         self.generate_ok = generate_ok
         self.log: list[str] = []
         self.clock = 0.0
+        # networkctl reload is asynchronous: the new file takes effect after this many address polls.
+        self.reload_lag = reload_lag
+        self.pending_polls = 0
+        self.pending_content: str | None = None
 
     def ops(self) -> na.ApplyOps:
         return na.ApplyOps(
@@ -34,6 +43,7 @@ class FakeNode:
             chmod=self._chmod,
             run=self._run,
             probe=self._probe,
+            addresses=self._addresses,
             sleep=self._sleep,
             monotonic=lambda: self.clock,
         )
@@ -56,8 +66,18 @@ class FakeNode:
         if argv == na.GENERATE and not self.generate_ok and self.files.get(DEST) == "bad":
             return 1, "", "Error in network definition: invalid boolean value 'maybe'"
         if argv == na.RELOAD:
-            self.applied = self.files.get(DEST)
+            if self.reload_lag:
+                self.pending_polls, self.pending_content = self.reload_lag, self.files.get(DEST)
+            else:
+                self.applied = self.files.get(DEST)
         return 0, "", ""
+
+    def _addresses(self) -> dict[str, set[str]]:
+        if self.pending_polls:
+            self.pending_polls -= 1
+            if self.pending_polls == 0:
+                self.applied = self.pending_content
+        return {"data0": {f"{self.applied}/30"}} if self.applied else {}
 
     def _probe(self, targets: Sequence[na.Target]) -> list[bool]:
         self.clock += 1.0
@@ -165,6 +185,61 @@ def test_restore_that_does_not_help_says_so() -> None:
     ops.probe = lambda targets: next(answers, [False] * len(targets))
     with pytest.raises(na.ApplyError, match=r"but 10\.99\.0\.1, 192\.168\.100\.2 .* still does not answer"):
         na.safe_apply(DEST, "new", targets=TARGETS, timeout_s=0, ops=ops)
+
+
+def test_waits_for_networkd_before_probing() -> None:
+    # Right after the reload the old (working) configuration still answers; only once the
+    # new addresses appear does the probe see the broken one, and rolls it back.
+    node = FakeNode("old", {"old": {"10.99.0.1", "192.168.100.2"}, "broken": {"10.99.0.1"}}, reload_lag=3)
+    with pytest.raises(na.ApplyError, match=r"192\.168\.100\.2 \(DF 8972 B\) stopped answering"):
+        na.safe_apply(
+            DEST, "broken", targets=TARGETS, expect=[("data0", "broken/30")], timeout_s=5, ops=node.ops()
+        )
+    assert node.files[DEST] == "old"
+
+
+def test_new_addresses_never_appearing_rolls_back() -> None:
+    node = FakeNode("old", {"old": {"10.99.0.1"}, "new": {"10.99.0.1"}})
+    with pytest.raises(na.ApplyError, match=r"networkd did not configure 10\.0\.0\.9/30 on data0 within 2 s"):
+        na.safe_apply(
+            DEST, "new", targets=TARGETS, expect=[("data0", "10.0.0.9/30")], timeout_s=2, ops=node.ops()
+        )
+    assert node.files[DEST] == "old"
+
+
+def test_good_change_with_lag_is_kept() -> None:
+    both = {"10.99.0.1", "192.168.100.2"}
+    node = FakeNode("old", {"old": both, "new": both}, reload_lag=4)
+    result = na.safe_apply(DEST, "new", targets=TARGETS, expect=[("data0", "new/30")], ops=node.ops())
+    assert result.changed and node.applied == "new"
+
+
+def test_parse_ip_addr_and_expect() -> None:
+    text = json.dumps(
+        [
+            {
+                "ifindex": 1,
+                "ifname": "lo",
+                "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8}],
+            },
+            {
+                "ifindex": 3,
+                "ifname": "data0",
+                "mtu": 9000,
+                "addr_info": [
+                    {"family": "inet", "local": "192.168.100.1", "prefixlen": 30, "scope": "global"},
+                    {"family": "inet6", "local": "fe80::1", "prefixlen": 64, "scope": "link"},
+                ],
+            },
+            {"ifindex": 4, "ifname": "data1", "addr_info": []},
+        ]
+    )
+    assert na.parse_ip_addr(text) == {"lo": {"127.0.0.1/8"}, "data0": {"192.168.100.1/30"}, "data1": set()}
+    assert na.parse_expect([{"ifname": "data0", "address": "192.168.100.1/30"}]) == [
+        ("data0", "192.168.100.1/30")
+    ]
+    with pytest.raises(ValueError, match="expected address"):
+        na.parse_expect([{"ifname": "data0", "address": "192.168.100.1"}])
 
 
 def test_parse_targets_and_ping_argv() -> None:
