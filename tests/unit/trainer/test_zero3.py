@@ -1,0 +1,131 @@
+"""DeepSpeed ZeRO-3 on CPU (gloo, 2-3 processes through the real CLI): trains, agrees with FSDP2, resumes
+exactly from its own checkpoints, and resumes on another world size through DeepSpeed's universal checkpoint.
+
+Runs: the ZeRO-3 and FSDP2 references (8 steps, checkpoints at 4 and 8), then two resumes from the reference's
+step-4 checkpoint (copied, step 8 removed), on 2 and on 3 processes.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import losses, records, run_trainer, tiny_args
+from rdmaops_trainer.config import RecipeError, load_recipe
+from rdmaops_trainer.strategies.zero3 import ds_config, saved_dp_world_size
+
+# FSDP2 and ZeRO-3 run the same fp32 arithmetic with different reduction orders
+AGREE = 1e-4
+# a resume replays the identical computation
+EXACT = 1e-6
+
+
+def _args(out: Path, nproc: int, strategy: str) -> list[str]:
+    sets = [f"strategy.name={strategy}", "train.eval_every=4", "train.checkpoint_every=4"]
+    return tiny_args(out, nproc, *sets)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("zero3-runs")
+
+
+@pytest.fixture(scope="module")
+def zero3_ref(runs: Path) -> Path:
+    out = runs / "zero3"
+    run_trainer(2, *_args(out, 2, "zero3"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def fsdp2_ref(runs: Path) -> Path:
+    out = runs / "fsdp2"
+    run_trainer(2, *_args(out, 2, "fsdp2"))
+    return out
+
+
+def _resume_copy(ref: Path, dst: Path) -> Path:
+    """The reference run as it was after step 4: its step-4 checkpoint and nothing later."""
+    shutil.copytree(ref / "checkpoints" / "step_00000004", dst / "checkpoints" / "step_00000004")
+    return dst
+
+
+def test_ds_config_from_recipe() -> None:
+    r = load_recipe("qwen14b")
+    cfg = ds_config(r, dp_size=24, cuda=True)
+    z = cfg["zero_optimization"]
+    assert z["stage"] == 3 and z["overlap_comm"] is True
+    assert z["reduce_bucket_size"] == 26214400
+    assert z["stage3_prefetch_bucket_size"] == 23592960
+    assert z["stage3_param_persistence_threshold"] == 51200
+    assert "offload_optimizer" not in z and "offload_param" not in z
+    assert cfg["bf16"] == {"enabled": True}
+    # 48 sequences per step over 24 ranks at 1 per micro-batch
+    assert cfg["train_micro_batch_size_per_gpu"] == 1 and cfg["gradient_accumulation_steps"] == 2
+    assert cfg["gradient_clipping"] == 1.0
+
+    tiny = load_recipe("tiny", ["strategy.name=zero3", "strategy.zero3.offload_optimizer=true"])
+    cpu = ds_config(tiny, dp_size=3, cuda=False)
+    assert cpu["bf16"] == {"enabled": False}
+    assert cpu["zero_optimization"]["offload_optimizer"] == {"device": "cpu", "pin_memory": False}
+    assert cpu["gradient_accumulation_steps"] == 12 // (2 * 3)
+
+
+def test_ds_config_rejects_bad_values() -> None:
+    with pytest.raises(RecipeError, match=r"train.precision: 'bf16' with strategy zero3 needs CUDA"):
+        ds_config(load_recipe("tiny", ["strategy.name=zero3", "train.precision=bf16"]), 3, cuda=False)
+    with pytest.raises(RecipeError, match=r"strategy.zero3.reduce_bucket_size: 0 must be > 0"):
+        bad = load_recipe("tiny", ["strategy.name=zero3", "strategy.zero3.reduce_bucket_size=0"])
+        ds_config(bad, 3, cuda=False)
+    with pytest.raises(RecipeError, match=r"not a multiple of train.micro_batch_size 2 \* 5"):
+        ds_config(load_recipe("tiny", ["strategy.name=zero3"]), 5, cuda=False)
+
+
+def test_zero3_trains_with_falling_loss(zero3_ref: Path) -> None:
+    curve = losses(zero3_ref)
+    assert sorted(curve) == list(range(1, 9))
+    assert curve[8] < curve[1] - 0.5, curve
+    start = records(zero3_ref, "start")[0]
+    assert start["strategy"] == "zero3" and start["world_size"] == 2
+    # DeepSpeed's own checkpoint layout, 2 data-parallel ranks
+    tag = zero3_ref / "checkpoints" / "step_00000008" / "zero3"
+    assert saved_dp_world_size(tag) == 2
+    assert (tag / "zero_pp_rank_1_mp_rank_00_optim_states.pt").is_file()
+
+
+def test_zero3_agrees_with_fsdp2(zero3_ref: Path, fsdp2_ref: Path) -> None:
+    z, f = losses(zero3_ref), losses(fsdp2_ref)
+    for step in range(1, 9):
+        assert abs(z[step] - f[step]) <= AGREE, f"step {step}: zero3 {z[step]!r} vs fsdp2 {f[step]!r}"
+    ze = {r["step"]: r["eval_loss"] for r in records(zero3_ref, "eval")}
+    fe = {r["step"]: r["eval_loss"] for r in records(fsdp2_ref, "eval")}
+    assert sorted(ze) == [4, 8] and all(abs(ze[s] - fe[s]) <= AGREE for s in ze), (ze, fe)
+    zn = {r["step"]: r["grad_norm"] for r in records(zero3_ref)}
+    fn = {r["step"]: r["grad_norm"] for r in records(fsdp2_ref)}
+    assert all(abs(zn[s] - fn[s]) <= AGREE * max(1.0, fn[s]) for s in zn), (zn, fn)
+
+
+def test_zero3_resume_is_exact(zero3_ref: Path, runs: Path) -> None:
+    out = _resume_copy(zero3_ref, runs / "zero3-resume")
+    run_trainer(2, *_args(out, 2, "zero3"))
+    assert records(out, "start")[0]["start_step"] == 4
+    ref, got = losses(zero3_ref), losses(out)
+    assert sorted(got) == [5, 6, 7, 8]
+    for step in got:
+        assert abs(got[step] - ref[step]) <= EXACT, f"step {step}: {got[step]!r} vs {ref[step]!r}"
+
+
+def test_zero3_resume_on_three_processes_via_universal_checkpoint(zero3_ref: Path, runs: Path) -> None:
+    out = _resume_copy(zero3_ref, runs / "zero3-resume-3")
+    run_trainer(3, *_args(out, 3, "zero3"))
+    start = records(out, "start")[0]
+    assert start["start_step"] == 4 and start["world_size"] == 3
+    # converted once from the 2-rank checkpoint by DeepSpeed's ds_to_universal
+    universal = out / "checkpoints" / "step_00000004" / "zero3_universal" / "zero"
+    assert (universal / "optimizer_state.pt").is_file()
+    assert any((p / "exp_avg_sq.pt").is_file() for p in universal.iterdir() if p.is_dir())
+    ref, got = losses(zero3_ref), losses(out)
+    assert sorted(got) == [5, 6, 7, 8]
+    for step in got:
+        assert abs(got[step] - ref[step]) <= AGREE, f"step {step}: {got[step]!r} vs {ref[step]!r}"
