@@ -105,11 +105,11 @@ def test_fsdp2_resume_is_exact(fsdp2_interrupted: Path, fsdp2_ref: Path, runs: P
     assert_close(losses(out), losses(fsdp2_ref), EXACT, range(1, 9))
 
 
-@pytest.mark.parametrize("nproc", [1, 3])
-def test_fsdp2_resume_on_other_world_size(
-    nproc: int, fsdp2_interrupted: Path, fsdp2_ref: Path, runs: Path
-) -> None:
-    """Saved by 2 ranks, resumed by 1 or 3: DCP reshards; gradient accumulation adapts to keep the batch."""
+def test_fsdp2_resume_on_other_world_size(fsdp2_interrupted: Path, fsdp2_ref: Path, runs: Path) -> None:
+    """Saved by 2 ranks, resumed by 3 (uneven shards): DCP reshards; gradient accumulation goes from 3 to 2
+    micro-batches per rank so the global batch stays the same. (1 rank works the same way; left out to keep
+    the suite short.)"""
+    nproc = 3
     out = runs / f"fsdp2-resumed-{nproc}"
     shutil.copytree(fsdp2_interrupted, out)
     run_trainer(nproc, *tiny_args(out, nproc, "strategy.name=fsdp2", "train.checkpoint_every=4"))
