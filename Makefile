@@ -11,7 +11,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB_NODES ?= 3
 LAB_TOPOLOGY ?= mesh
 
-.PHONY: help venv deps unit lint sanity molecule test demo lab-up lab-down clean
+.PHONY: help venv deps unit lint sanity build-check molecule test demo lab-up lab-down clean
 
 help:
 	@echo "make demo      build the local virtual cluster (root) and provision it with site.yml"
@@ -64,10 +64,19 @@ sanity: venv
 	(cd $$dst && find files benchmarks -name '*.py' 2>/dev/null | sort | sed 's/$$/ pylint!skip/') >> $$ign
 	cd $$dst && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --local --python 3.11 --color no
 
+# The built tarball installs and its playbooks resolve as rdmaops.cluster.* without the repo.
+build-check: venv
+	tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT
+	$(BIN)/ansible-galaxy collection build --force --output-path $$tmp .
+	cp -r inventories/mesh $$tmp/inv; printf '[defaults]\n' > $$tmp/ansible.cfg
+	cd $$tmp; export ANSIBLE_CONFIG=$$tmp/ansible.cfg ANSIBLE_COLLECTIONS_PATH=$$tmp/cols
+	$(CURDIR)/$(BIN)/ansible-galaxy collection install --offline --no-deps -p $$tmp/cols $$tmp/rdmaops-cluster-*.tar.gz
+	$(CURDIR)/$(BIN)/ansible-playbook -i inv rdmaops.cluster.site --syntax-check
+
 molecule: venv deps
 	$(BIN)/molecule test --all
 
-test: deps venv lint unit sanity molecule
+test: deps venv lint unit sanity build-check molecule
 
 lab-up: venv deps
 	$(BIN)/ansible-playbook playbooks/lab.yml -e lab_state=present -e lab_nodes=$(LAB_NODES) -e lab_topology=$(LAB_TOPOLOGY)
