@@ -16,6 +16,7 @@ import time
 
 import torch
 from flops import gpt2_matmul_params, gpt_flops_per_token, mfu
+from torch._dynamo.utils import counters
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
 
 
@@ -61,6 +62,10 @@ def main() -> None:
     ap.add_argument("--tiny", action="store_true")
     args = ap.parse_args()
     cpu = args.device == "cpu"
+    if not cpu and torch.cuda.device_count() > 1:
+        # the Trainer would wrap the model in nn.DataParallel over all visible GPUs and then skip
+        # accelerate's torch.compile (seen on a 2-GPU machine): measure one GPU
+        raise SystemExit(f"{torch.cuda.device_count()} GPUs visible: run with CUDA_VISIBLE_DEVICES=0")
 
     cfg = GPT2Config(n_positions=max(1024, args.seq))
     if args.tiny:
@@ -90,9 +95,12 @@ def main() -> None:
             dataloader_pin_memory=not cpu,
             seed=0,
         )
-        ds = RandomTokens(args.batch * total * max(1, targs.world_size), args.seq, cfg.vocab_size)
+        ds = RandomTokens(args.batch * total, args.seq, cfg.vocab_size)
         trainer = Trainer(model=model, args=targs, train_dataset=ds, callbacks=[timer])
         result = trainer.train()
+    graphs = int(counters["stats"]["unique_graphs"])
+    if args.compile and graphs == 0:
+        raise SystemExit("torch_compile=True but dynamo compiled no graph: the row would not measure compile")
     tok_s = args.batch * args.seq * timer.timed_steps / (timer.t1 - timer.t0)
     fpt = gpt_flops_per_token(
         gpt2_matmul_params(cfg.vocab_size, cfg.n_embd, cfg.n_layer), cfg.n_layer, cfg.n_embd, args.seq
@@ -103,6 +111,9 @@ def main() -> None:
         "seq": args.seq,
         "attn": model.config._attn_implementation,
         "optim": str(targs.optim),
+        "dropout": cfg.resid_pdrop,
+        "dynamo_graphs": graphs,
+        "wrapped": type(trainer.model_wrapped).__name__,
         "tokens_per_s_per_gpu": round(tok_s, 1),
         "step_ms": round(1000 * (timer.t1 - timer.t0) / timer.timed_steps, 2),
         "mfu": round(mfu(tok_s, fpt), 4),

@@ -9,6 +9,7 @@ Single GPU: `python minimal_gpt2.py`; DDP: `torchrun --nproc-per-node 2 minimal_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -69,6 +70,9 @@ def main() -> None:
         "--vocab", type=int, default=50304, help="50257 padded to a multiple of 128, as nanoGPT/llm.c"
     )
     ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--accum", type=int, default=1, help="micro-batches per optimizer step (DDP: one sync)")
+    ap.add_argument("--bucket-mb", type=int, default=25, help="DDP bucket_cap_mb")
+    ap.add_argument("--no-optimize-ddp", action="store_true", help="one compiled graph, all-reduce after it")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="2 layers, d=64, for a CPU smoke test")
     args = ap.parse_args()
@@ -92,8 +96,10 @@ def main() -> None:
     train_model: nn.Module = model
     if world > 1:
         train_model = nn.parallel.DistributedDataParallel(
-            model, device_ids=[dev] if dev.type == "cuda" else None
+            model, device_ids=[dev] if dev.type == "cuda" else None, bucket_cap_mb=args.bucket_mb
         )
+    ddp = train_model if world > 1 else None
+    torch._dynamo.config.optimize_ddp = not args.no_optimize_ddp
     if not args.no_compile:
         train_model = torch.compile(train_model)
     opt = torch.optim.AdamW(
@@ -101,10 +107,13 @@ def main() -> None:
     )
 
     def step() -> torch.Tensor:
-        data = torch.randint(0, 50257, (args.batch, args.seq + 1), device=dev)
-        with torch.autocast(dev.type, dtype=torch.bfloat16):
-            loss = train_model(data[:, :-1], data[:, 1:])
-        loss.backward()
+        for i in range(args.accum):
+            data = torch.randint(0, 50257, (args.batch, args.seq + 1), device=dev)
+            last = i == args.accum - 1
+            with contextlib.nullcontext() if ddp is None or last else ddp.no_sync():
+                with torch.autocast(dev.type, dtype=torch.bfloat16):
+                    loss = train_model(data[:, :-1], data[:, 1:])
+                (loss / args.accum).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
@@ -122,12 +131,15 @@ def main() -> None:
         loss = step()
     sync()
     dt = time.perf_counter() - t0
-    tok_s = args.batch * args.seq * args.steps / dt
+    tok_s = args.batch * args.accum * args.seq * args.steps / dt
     fpt = gpt_flops_per_token(n_matmul, layers, d, args.seq)
     res = {
         "bench": "minimal_gpt2",
         "world_size": world,
         "batch_per_gpu": args.batch,
+        "accum": args.accum,
+        "bucket_mb": args.bucket_mb,
+        "optimize_ddp": not args.no_optimize_ddp,
         "seq": args.seq,
         "params": n_params,
         "compiled": not args.no_compile,

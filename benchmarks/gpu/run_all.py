@@ -1,14 +1,18 @@
 """Run every GPU benchmark of issue 4 on one machine and print one table.
 
-    python3 benchmarks/gpu/run_all.py                       # everything (2x H200)
-    python3 benchmarks/gpu/run_all.py --phases env,baselines
+    python3 benchmarks/gpu/run_all.py                       # every core row (2x H200)
+    python3 benchmarks/gpu/run_all.py --only minimal,hf_    # rows whose name contains one of these
+    python3 benchmarks/gpu/run_all.py --list                # the row names (core and experiments)
     python3 benchmarks/gpu/run_all.py --tiny --device cpu   # CPU smoke test of every code path
+    python3 benchmarks/gpu/run_all.py --merge a.json b.json # one table from several results.json
 
 Rows: the minimal compiled GPT-2 (1 and 2 GPUs), the Hugging Face Trainer (bf16; bf16 + torch_compile), the
-project's trainer with recipe gpt2 (DDP, 1 and 2 GPUs) and recipe qwen1_5b (FSDP2 and ZeRO-3, 2 GPUs). MFU is
-computed here for every row from tokens/s per GPU with benchmarks/gpu/flops.py. Every child process gets the
-NVLink-multicast-off variables that the device machine requires. Results go to OUT (default $OUT) as
-results.json and run_all.log; each run's own output is in the log.
+project's trainer with recipe gpt2 (DDP, 1 and 2 GPUs, at the baseline's batch and at the recipe's own
+512-sequence batch) and recipe qwen1_5b (FSDP2 and ZeRO-3, 2 GPUs). Rows named "exp ..." are experiments,
+run only when --only names them. MFU is computed here for every row from tokens/s per GPU with
+benchmarks/gpu/flops.py. Every child gets the NVLink-multicast-off variables that the device machine requires;
+one-GPU rows get CUDA_VISIBLE_DEVICES=0. Results go to OUT (default $OUT): results.json (rewritten after every
+row) and run_all.log (every run's own output), plus each trainer run's metrics.jsonl.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +53,32 @@ def log(msg: str) -> None:
         LOG.flush()
 
 
-def child_env() -> dict[str, str]:
+@dataclass
+class Run:
+    name: str
+    cmd: list[str]
+    gpus: int
+    fpt: float  # FLOPs per token for MFU
+    trainer_dir: Path | None = None  # the trainer's output_dir (metrics.jsonl)
+    pair: str = ""  # the 1-GPU row this row's scaling is measured against
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def child_env(gpus: int, device: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(SAFE_ENV)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(TRAINER_SRC), str(HERE), env.get("PYTHONPATH", "")) if p
     )
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    elif gpus == 1:
+        env["CUDA_VISIBLE_DEVICES"] = "0"
     return env
 
 
-def run_cmd(name: str, cmd: list[str], timeout: int) -> tuple[int, str, float]:
+def run_cmd(name: str, cmd: list[str], timeout: int, env: dict[str, str]) -> tuple[int, str, float]:
     """Run one benchmark in its own process group, streaming its output into the log.
 
     On timeout the whole group is killed, so no torchrun worker is left holding a GPU.
@@ -72,7 +92,7 @@ def run_cmd(name: str, cmd: list[str], timeout: int) -> tuple[int, str, float]:
     lines: list[str] = []
     p = subprocess.Popen(
         cmd,
-        env=child_env(),
+        env=env,
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -114,27 +134,21 @@ def last_json(out: str) -> dict[str, Any] | None:
     return None
 
 
-def wanted(a: argparse.Namespace, name: str) -> bool:
-    return not a.only or any(s in name for s in a.only.split(","))
-
-
 def torchrun(nproc: int) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
 
 
-# --------------------------------------------------------------------------- phases
+# --------------------------------------------------------------------------- environment
 
 
-def phase_env(a: argparse.Namespace, results: dict[str, Any]) -> None:
-    code = r"""
-import json, os, time, torch
+ENV_CODE = r"""
+import json, time, torch
 info = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpus": torch.cuda.device_count()}
-try:
-    import transformers; info["transformers"] = transformers.__version__
-except Exception as e: info["transformers"] = repr(e)
-try:
-    import deepspeed; info["deepspeed"] = deepspeed.__version__
-except Exception as e: info["deepspeed"] = repr(e)
+for mod in ("transformers", "accelerate", "deepspeed"):
+    try:
+        info[mod] = __import__(mod).__version__
+    except Exception as e:
+        info[mod] = repr(e)
 if torch.cuda.is_available():
     info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
     info["gpu_name"] = torch.cuda.get_device_name(0)
@@ -148,13 +162,17 @@ if torch.cuda.is_available():
     info["bf16_matmul_tflops_8192"] = round(2 * n**3 / dt / 1e12, 1)
 print(json.dumps(info))
 """
-    rc, out, _ = run_cmd("env", [sys.executable, "-c", code], 120)
+
+
+def check_env(a: argparse.Namespace, results: dict[str, Any]) -> None:
+    rc, out, _ = run_cmd("env", [sys.executable, "-c", ENV_CODE], 120, child_env(1, a.device))
     results["env"] = last_json(out) or {"rc": rc}
-    if a.device == "cuda":
-        for name, cmd in (("nvidia-smi", ["nvidia-smi"]), ("topo", ["nvidia-smi", "topo", "-m"])):
-            if shutil.which(cmd[0]):
-                rc, out, _ = run_cmd(name, cmd, 60)
-                results["env"][name] = out.strip().splitlines()[-12:] if name == "topo" else None
+    if a.device == "cuda" and shutil.which("nvidia-smi"):
+        _rc, out, _ = run_cmd("topo", ["nvidia-smi", "topo", "-m"], 60, child_env(2, a.device))
+        results["env"]["topo"] = [x for x in out.splitlines() if x.startswith("GPU")]
+
+
+# --------------------------------------------------------------------------- the rows
 
 
 def gpt2_fpt(seq: int, tiny: bool) -> float:
@@ -163,78 +181,11 @@ def gpt2_fpt(seq: int, tiny: bool) -> float:
     return gpt_flops_per_token(gpt2_matmul_params(50304), 12, 768, seq)
 
 
-def add_row(results: dict[str, Any], row: dict[str, Any], fpt: float) -> None:
-    tps = row.get("tokens_per_s_per_gpu")
-    if tps:
-        row["mfu"] = round(mfu(tps, fpt), 4)
-    results["rows"].append(row)
-    log("ROW " + json.dumps(row))
-    if RESULTS_PATH is not None:  # after every row: a killed call still returns what finished
-        RESULTS_PATH.write_text(json.dumps(results, indent=1))
-
-
-def phase_baselines(a: argparse.Namespace, results: dict[str, Any]) -> None:
-    seq, batch = a.seq, a.batch
-    common = ["--batch", str(batch), "--seq", str(seq), "--device", a.device] + (["--tiny"] if a.tiny else [])
-    mini = str(HERE / "minimal_gpt2.py")
-    steps = ["--steps", str(a.steps), "--warmup", str(a.warmup)]
-    runs: list[tuple[str, list[str], int]] = [
-        ("minimal_gpt2 1gpu", [sys.executable, mini, *common, *steps], 1)
-    ]
-    if a.gpus >= 2:
-        runs.append(("minimal_gpt2 ddp", [*torchrun(a.gpus), mini, *common, *steps], a.gpus))
-    hf = str(HERE / "hf_trainer_baseline.py")
-    hf_steps = ["--steps", str(a.hf_steps), "--warmup", str(a.hf_warmup)]
-    runs.append(("hf_trainer bf16", [sys.executable, hf, *common, *hf_steps], 1))
-    runs.append(("hf_trainer bf16+compile", [sys.executable, hf, *common, *hf_steps, "--compile"], 1))
-    for name, cmd, gpus in runs:
-        if not wanted(a, name):
-            continue
-        rc, out, wall = run_cmd(name, cmd, a.timeout)
-        res = last_json(out) or {}
-        row = {"name": name, "gpus": gpus, "rc": rc, "wall_s": round(wall, 1), **res}
-        add_row(results, row, gpt2_fpt(seq, a.tiny))
-
-
-# --------------------------------------------------------------------------- the project's trainer
-
-
-def trainer_steady_tps(metrics_file: Path, skip: int) -> dict[str, Any]:
-    """Tokens/s per GPU over the logged steps after `skip` (compile, allocator and NCCL warm-up)."""
-    recs = [json.loads(x) for x in metrics_file.read_text().splitlines() if x.strip().startswith("{")]
-    train = [r for r in recs if "tokens_per_s" in r or "tokens_per_s_per_gpu" in r]
-    steady = [r for r in train if r.get("step", 0) > skip] or train[-1:]
-    key = "tokens_per_s_per_gpu" if steady and "tokens_per_s_per_gpu" in steady[0] else "tokens_per_s"
-    vals = [float(r[key]) for r in steady]
-    out: dict[str, Any] = {"logged_steps": [r.get("step") for r in steady], "tps_key": key}
-    out["tokens_per_s_logged"] = round(statistics.median(vals), 1) if vals else None
-    out["loss_first"] = train[0].get("loss") if train else None
-    out["loss_last"] = train[-1].get("loss") if train else None
-    out["trainer_mfu"] = steady[-1].get("mfu") if steady else None
-    out["peak_mem_gib"] = steady[-1].get("peak_mem_gb") if steady else None
-    return out
-
-
-def find_metrics(run_dir: Path) -> Path | None:
-    cands = sorted(run_dir.rglob("*.jsonl"), key=lambda p: p.stat().st_mtime)
-    return cands[-1] if cands else None
-
-
-def run_trainer(
-    a: argparse.Namespace,
-    results: dict[str, Any],
-    name: str,
-    recipe: str,
-    gpus: int,
-    sets: list[str],
-    fpt: float,
-) -> None:
-    if not wanted(a, name):
-        return
+def trainer_run(
+    a: argparse.Namespace, name: str, recipe: str, gpus: int, sets: list[str], fpt: float, pair: str = ""
+) -> Run:
     run_dir = Path(tempfile.mkdtemp(prefix="bench-", dir=a.scratch))
-    user_sets = list(sets)
-    sets = [
-        *sets,
+    fixed = [
         f"train.output_dir={run_dir}",
         "train.plot=false",
         "train.eval_every=0",
@@ -244,138 +195,244 @@ def run_trainer(
         f"cluster.device={a.device}",
     ]
     args = ["-m", "rdmaops_trainer", "--recipe", recipe]
-    for s in sets:
+    for s in [*fixed, *sets]:  # the row's own sets win
         args += ["--set", s]
     cmd = [*torchrun(gpus), *args] if gpus > 1 else [sys.executable, *args]
-    rc, _out, wall = run_cmd(name, cmd, a.timeout)
-    row: dict[str, Any] = {
-        "name": name,
-        "gpus": gpus,
-        "rc": rc,
-        "wall_s": round(wall, 1),
-        "recipe": recipe,
-        "sets": user_sets,
-    }
-    mf = find_metrics(run_dir)
-    if mf is not None:
-        try:
-            row.update(trainer_steady_tps(mf, a.trainer_skip))
-        except (ValueError, KeyError, json.JSONDecodeError) as exc:
-            row["parse_error"] = repr(exc)
-        if a.out:
-            shutil.copy(mf, Path(a.out) / f"metrics-{name.replace(' ', '_')}.jsonl")
-    tps = row.get("tokens_per_s_logged")
-    if tps is not None and row.get("tps_key") == "tokens_per_s":
-        tps = tps / gpus  # the trainer logged the global rate
-    row["tokens_per_s_per_gpu"] = tps
-    add_row(results, row, fpt)
-    shutil.rmtree(run_dir, ignore_errors=True)
+    return Run(name, cmd, gpus, fpt, trainer_dir=run_dir, pair=pair, info={"recipe": recipe, "sets": sets})
 
 
-def phase_trainer(a: argparse.Namespace, results: dict[str, Any]) -> None:
-    seq, steps = a.seq, a.trainer_steps
-    gpt2_sets = [
-        "data.kind=synthetic",
-        "tokenizer.kind=byte",
-        f"data.seq_len={seq}",
-        f"train.steps={steps}",
-        f"train.micro_batch_size={a.batch}",
-        "train.warmup_steps=2",
+def build_runs(a: argparse.Namespace) -> list[Run]:
+    seq, mb, tiny = a.seq, a.batch, a.tiny
+    fpt = gpt2_fpt(seq, tiny)
+    small = ["--tiny"] if tiny else []
+    common = ["--batch", str(mb), "--seq", str(seq), "--device", a.device, *small]
+    mini = [str(HERE / "minimal_gpt2.py"), *common, "--steps", str(a.steps), "--warmup", str(a.warmup)]
+    # the recipe's own batch: 512 sequences (524,288 tokens) per optimizer step, as nanoGPT / llm.c
+    gb = a.recipe_global_batch
+    acc1, acc2 = max(1, gb // mb), max(1, gb // (2 * mb))
+    mini_acc = [str(HERE / "minimal_gpt2.py"), *common, "--steps", str(a.acc_steps), "--warmup", "3"]
+    hf = [str(HERE / "hf_trainer_baseline.py"), *common]
+    hf += ["--steps", str(a.hf_steps), "--warmup", str(a.hf_warmup)]
+    py = sys.executable
+    runs = [
+        Run("minimal_gpt2 1gpu", [py, *mini], 1, fpt),
+        Run("minimal_gpt2 2gpu ddp", [*torchrun(2), *mini], 2, fpt, pair="minimal_gpt2 1gpu"),
+        Run("hf_trainer 1gpu bf16", [py, *hf], 1, fpt),
+        Run("hf_trainer 1gpu bf16+compile", [py, *hf, "--compile"], 1, fpt),
     ]
-    if a.tiny:
-        gpt2_sets += [
-            "model.config.n_layer=2",
-            "model.config.n_embd=64",
-            "model.config.n_head=4",
-            f"model.config.block_size={seq}",
-        ]
-    for gpus in [1, 2] if a.gpus >= 2 else [1]:
-        sets = [*gpt2_sets, f"train.global_batch_size={a.batch * gpus}"]
-        run_trainer(a, results, f"trainer gpt2 ddp {gpus}gpu", "gpt2", gpus, sets, gpt2_fpt(seq, a.tiny))
-    if a.gpus < 2:
-        return
+    g = ["data.kind=synthetic", "tokenizer.kind=byte", f"data.seq_len={seq}", f"train.micro_batch_size={mb}"]
+    g += ["train.warmup_steps=2"]
+    if tiny:
+        g += ["model.config.n_layer=2", "model.config.n_embd=64", "model.config.n_head=4"]
+        g += [f"model.config.block_size={seq}"]
+    st = [f"train.steps={a.trainer_steps}"]
+    # about 0.5-1 s per step: a log (and sync) every 2 steps costs nothing measurable
+    st_acc = [f"train.steps={a.acc_trainer_steps}", "train.log_every=2"]
+    runs += [
+        trainer_run(a, "trainer gpt2 ddp 1gpu", "gpt2", 1, [*g, *st, f"train.global_batch_size={mb}"], fpt),
+        trainer_run(
+            a,
+            "trainer gpt2 ddp 2gpu",
+            "gpt2",
+            2,
+            [*g, *st, f"train.global_batch_size={2 * mb}"],
+            fpt,
+            pair="trainer gpt2 ddp 1gpu",
+        ),
+        trainer_run(
+            a, f"trainer gpt2 ddp 1gpu gb{gb}", "gpt2", 1, [*g, *st_acc, f"train.global_batch_size={gb}"], fpt
+        ),
+        trainer_run(
+            a,
+            f"trainer gpt2 ddp 2gpu gb{gb}",
+            "gpt2",
+            2,
+            [*g, *st_acc, f"train.global_batch_size={gb}"],
+            fpt,
+            pair=f"trainer gpt2 ddp 1gpu gb{gb}",
+        ),
+    ]
+    # Qwen2.5-1.5B shape, 2 GPUs
     q = dict(QWEN15B)
-    q_seq, q_mb = a.qwen_seq, a.qwen_micro
-    q_sets = [
-        f"data.seq_len={q_seq}",
-        f"train.steps={steps}",
-        f"train.micro_batch_size={q_mb}",
-        f"train.global_batch_size={q_mb * 2 * a.qwen_accum}",
-        "train.warmup_steps=2",
+    qs = [
+        f"data.seq_len={a.qwen_seq}",
+        f"train.steps={a.trainer_steps}",
+        f"train.micro_batch_size={a.qwen_micro}",
     ]
-    if a.tiny:
+    qs += [f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}", "train.warmup_steps=2"]
+    if tiny:
         q.update({"d": 64, "layers": 2, "ffn": 128, "heads": 4, "kv_heads": 2, "vocab": 1024})
-        q_sets += [
-            "model.config.hidden_size=64",
-            "model.config.num_hidden_layers=2",
-            "model.config.intermediate_size=128",
-            "model.config.num_attention_heads=4",
-            "model.config.vocab_size=1024",
-        ]
+        qs += ["model.config.hidden_size=64", "model.config.num_hidden_layers=2"]
+        qs += ["model.config.intermediate_size=128", "model.config.num_attention_heads=4"]
+        qs += ["model.config.vocab_size=1024"]
     if a.device == "cpu":
-        q_sets.append("train.precision=auto")  # ZeRO-3 bf16 needs CUDA
-    qfpt = gpt_flops_per_token(qwen2_matmul_params(**q), q["layers"], q["d"], q_seq)
+        qs.append("train.precision=auto")  # ZeRO-3 bf16 needs CUDA
+    qfpt = gpt_flops_per_token(qwen2_matmul_params(**q), q["layers"], q["d"], a.qwen_seq)
     for strat in ("fsdp2", "zero3"):
-        extra = [*q_sets, f"strategy.name={strat}", *a.qwen_set]
-        run_trainer(a, results, f"trainer qwen1.5b {strat} 2gpu", "qwen1_5b", 2, extra, qfpt)
+        sets = [*qs, f"strategy.name={strat}", *a.qwen_set]
+        runs.append(trainer_run(a, f"trainer qwen1.5b {strat} 2gpu", "qwen1_5b", 2, sets, qfpt))
+    sets = [*qs, "strategy.name=fsdp2", *a.qwen_set, "train.compile=true"]  # per-block torch.compile
+    runs.append(trainer_run(a, "exp trainer qwen1.5b fsdp2 2gpu compile", "qwen1_5b", 2, sets, qfpt))
+    # experiments: only when --only names them
+    runs += [
+        Run(
+            "exp minimal_gpt2 2gpu ddp no-optimize-ddp",
+            [*torchrun(2), *mini, "--no-optimize-ddp"],
+            2,
+            fpt,
+            pair="minimal_gpt2 1gpu",
+        ),
+        Run(
+            "exp minimal_gpt2 2gpu ddp bucket200",
+            [*torchrun(2), *mini, "--bucket-mb", "200"],
+            2,
+            fpt,
+            pair="minimal_gpt2 1gpu",
+        ),
+        Run(f"exp minimal_gpt2 1gpu gb{gb}", [py, *mini_acc, "--accum", str(acc1)], 1, fpt),
+        Run(
+            f"exp minimal_gpt2 2gpu ddp gb{gb}",
+            [*torchrun(2), *mini_acc, "--accum", str(acc2)],
+            2,
+            fpt,
+            pair=f"exp minimal_gpt2 1gpu gb{gb}",
+        ),
+        trainer_run(
+            a,
+            "exp trainer gpt2 ddp 2gpu bucket200",
+            "gpt2",
+            2,
+            [*g, *st, f"train.global_batch_size={2 * mb}", "strategy.ddp.bucket_cap_mb=200"],
+            fpt,
+            pair="trainer gpt2 ddp 1gpu",
+        ),
+    ]
+    if a.gpus < 2:
+        runs = [r for r in runs if r.gpus == 1]
+    return runs
+
+
+def selected(a: argparse.Namespace, run: Run) -> bool:
+    if not a.only:
+        return not run.name.startswith("exp ")
+    return any(s in run.name for s in a.only.split(","))
+
+
+# --------------------------------------------------------------------------- the project's trainer
+
+
+def trainer_steady(metrics_file: Path, skip: int) -> dict[str, Any]:
+    """Median tokens/s per GPU over the logged windows after step `skip` (compile and warm-up left out)."""
+    recs = [json.loads(x) for x in metrics_file.read_text().splitlines() if x.strip().startswith("{")]
+    train = [r for r in recs if "tokens_per_s_per_gpu" in r]
+    steady = [r for r in train if r.get("step", 0) > skip] or train[-1:]
+    out: dict[str, Any] = {"logged_steps": [r.get("step") for r in steady]}
+    vals = [float(r["tokens_per_s_per_gpu"]) for r in steady]
+    out["tokens_per_s_per_gpu"] = round(statistics.median(vals), 1) if vals else None
+    if steady:
+        out["step_ms"] = round(1000 * statistics.median(float(r.get("step_time_s", 0)) for r in steady), 2)
+        out["trainer_mfu"] = steady[-1].get("mfu")
+        out["peak_mem_gib"] = steady[-1].get("peak_mem_gb")
+    if train:
+        out["loss_first"], out["loss_last"] = train[0].get("loss"), train[-1].get("loss")
+    start = [r for r in recs if "flops_per_token" in r]
+    if start:
+        out["trainer_flops_per_token"] = start[0]["flops_per_token"]
+        out["params"] = start[0].get("params")
+    return out
+
+
+def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
+    rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, child_env(run.gpus, a.device))
+    row: dict[str, Any] = {"name": run.name, "gpus": run.gpus, "rc": rc, "wall_s": round(wall, 1), **run.info}
+    if run.pair:
+        row["pair"] = run.pair
+    if run.trainer_dir is None:
+        row.update(last_json(out) or {})
+    else:
+        mf = run.trainer_dir / "metrics.jsonl"
+        if mf.is_file():
+            row.update(trainer_steady(mf, a.trainer_skip))
+            if a.out:
+                shutil.copy(mf, Path(a.out) / f"metrics-{run.name.replace(' ', '_').replace('.', '')}.jsonl")
+        shutil.rmtree(run.trainer_dir, ignore_errors=True)
+    tps = row.get("tokens_per_s_per_gpu")
+    row["mfu"] = round(mfu(tps, run.fpt), 4) if tps else None
+    row["flops_per_token"] = run.fpt
+    results["rows"].append(row)
+    log("ROW " + json.dumps(row))
+    if RESULTS_PATH is not None:  # after every row: a killed call still returns what finished
+        RESULTS_PATH.write_text(json.dumps(results, indent=1))
 
 
 # --------------------------------------------------------------------------- table
 
 
-def table(results: dict[str, Any]) -> str:
-    rows = results["rows"]
+def table(rows: list[dict[str, Any]]) -> str:
     by = {r["name"]: r for r in rows}
     strong = by.get("minimal_gpt2 1gpu", {}).get("tokens_per_s_per_gpu")
-    lines = [f"{'run':34} {'gpus':>4} {'tok/s/GPU':>11} {'MFU':>6} {'vs strong':>9} {'scaling':>8} {'rc':>4}"]
-    one = {"minimal_gpt2 ddp": "minimal_gpt2 1gpu", "trainer gpt2 ddp 2gpu": "trainer gpt2 ddp 1gpu"}
+    head = f"{'run':42} {'gpus':>4} {'tok/s/GPU':>10} {'MFU':>6} {'vs strong':>9} {'scaling':>8} {'rc':>4}"
+    lines = [head]
     for r in rows:
         tps = r.get("tokens_per_s_per_gpu")
-        vs = f"{tps / strong:.2f}x" if tps and strong and "gpt2" in r["name"] else ""
-        base = by.get(one.get(r["name"], ""), {}).get("tokens_per_s_per_gpu")
+        vs = f"{tps / strong:.3f}x" if tps and strong and "gpt2" in r["name"] else ""
+        base = by.get(r.get("pair", ""), {}).get("tokens_per_s_per_gpu")
         sc = f"{100 * tps / base:.1f}%" if tps and base else ""
-        if sc:
-            r["scaling_pct"] = round(100 * tps / base, 1)
         t = f"{tps:,.0f}" if tps else "-"
-        m = f"{100 * r['mfu']:.1f}%" if r.get("mfu") is not None else "-"
-        lines.append(f"{r['name']:34} {r['gpus']:>4} {t:>11} {m:>6} {vs:>9} {sc:>8} {r.get('rc', ''):>4}")
+        m = f"{100 * r['mfu']:.1f}%" if r.get("mfu") else "-"
+        lines.append(f"{r['name']:42} {r['gpus']:>4} {t:>10} {m:>6} {vs:>9} {sc:>8} {r.get('rc', ''):>4}")
     return "\n".join(lines)
 
 
 def main() -> None:
     global LOG, DEADLINE, RESULTS_PATH
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--phases", default="env,baselines,trainer")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="tiny shapes and few steps (CPU smoke test)")
     ap.add_argument("--gpus", type=int, default=2)
+    ap.add_argument("--no-env", action="store_true", help="skip the environment check")
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=32, help="GPT-2 micro-batch per GPU, every GPT-2 row")
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--warmup", type=int, default=15)
+    ap.add_argument("--acc-steps", type=int, default=8, help="timed steps of the gb512 minimal rows")
     ap.add_argument("--hf-steps", type=int, default=20)
     ap.add_argument("--hf-warmup", type=int, default=8)
     ap.add_argument("--trainer-steps", type=int, default=40)
+    ap.add_argument("--acc-trainer-steps", type=int, default=14, help="steps of the gb512 trainer rows")
     ap.add_argument("--trainer-log-every", type=int, default=10, help="the trainer syncs at log points")
-    ap.add_argument(
-        "--trainer-skip", type=int, default=10, help="logged steps left out of the trainer's rate"
-    )
+    ap.add_argument("--trainer-skip", type=int, default=10, help="steps left out of the trainer's rate")
+    ap.add_argument("--recipe-global-batch", type=int, default=512)
     ap.add_argument("--qwen-seq", type=int, default=2048)
     ap.add_argument("--qwen-micro", type=int, default=4)
     ap.add_argument("--qwen-accum", type=int, default=1)
     ap.add_argument("--qwen-set", action="append", default=[], help="extra --set for both qwen runs")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
-    ap.add_argument("--only", default="", help="comma-separated substrings of run names to run")
+    ap.add_argument("--only", default="", help="comma-separated substrings of row names")
+    ap.add_argument("--list", action="store_true")
     ap.add_argument("--budget", type=int, default=0, help="seconds for the whole script; later runs are cut")
+    ap.add_argument("--merge", nargs="+", help="results.json files: print one table (later files win)")
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--scratch", default=None)
     a = ap.parse_args()
+    if a.merge:
+        merged: dict[str, dict[str, Any]] = {}
+        for f in a.merge:
+            for r in json.loads(Path(f).read_text())["rows"]:
+                merged[r["name"]] = r
+        print(table(list(merged.values())))
+        return
     if a.tiny:
         a.seq, a.batch, a.steps, a.warmup, a.hf_steps, a.hf_warmup = 64, 2, 2, 1, 2, 1
         a.trainer_steps, a.trainer_skip, a.qwen_seq, a.qwen_micro = 3, 1, 32, 1
-        a.trainer_log_every = 1
-    if a.device == "cpu":
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        a.acc_steps, a.acc_trainer_steps, a.recipe_global_batch, a.trainer_log_every = 1, 2, 8, 1
+    if a.list:
+        scratch = tempfile.mkdtemp()
+        a.scratch = scratch
+        for r in build_runs(a):
+            print(("  " if selected(a, r) else "x ") + r.name)
+        shutil.rmtree(scratch)
+        return
     if a.out:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         LOG = open(Path(a.out) / "run_all.log", "w")  # noqa: SIM115
@@ -384,13 +441,19 @@ def main() -> None:
         DEADLINE = time.time() + a.budget
     results: dict[str, Any] = {"args": vars(a), "safe_env": SAFE_ENV, "rows": []}
     t0 = time.time()
-    for ph in a.phases.split(","):
-        {"env": phase_env, "baselines": phase_baselines, "trainer": phase_trainer}[ph](a, results)
+    if not a.no_env:
+        check_env(a, results)
+    runs = build_runs(a)
+    for run in runs:
+        if selected(a, run):
+            execute(a, run, results)
+        elif run.trainer_dir is not None:
+            shutil.rmtree(run.trainer_dir, ignore_errors=True)
     results["wall_s"] = round(time.time() - t0, 1)
-    tab = table(results)
+    tab = table(results["rows"])
     results["table"] = tab.splitlines()
-    if a.out:
-        (Path(a.out) / "results.json").write_text(json.dumps(results, indent=1))
+    if RESULTS_PATH is not None:
+        RESULTS_PATH.write_text(json.dumps(results, indent=1))
     log("\n" + json.dumps(results.get("env", {})))
     log(tab)
 
