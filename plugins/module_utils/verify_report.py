@@ -378,13 +378,18 @@ def thresholds(
     max_latency_us: Any = None,
     line_rate_gbps: Any = None,
     min_busbw_gbps: Any = None,
-) -> dict[str, float | None]:
-    """Validated thresholds (None = not checked); raises VerifyError naming a bad value."""
-    out = {
+) -> dict[str, Any]:
+    """Validated thresholds (None = not checked); raises VerifyError naming a bad value.
+
+    line_rate_gbps: a number overrides every link's line rate; "median" takes the median bandwidth of
+    the run's links as their line rate (a baseline for links without a defined rate, such as veths).
+    """
+    median = isinstance(line_rate_gbps, str) and line_rate_gbps.strip().lower() == "median"
+    out: dict[str, Any] = {
         "min_fraction_of_line_rate": _number(min_fraction_of_line_rate, "min_fraction_of_line_rate"),
         "min_gbps": _number(min_gbps, "min_gbps"),
         "max_latency_us": _number(max_latency_us, "max_latency_us"),
-        "line_rate_gbps": _number(line_rate_gbps, "line_rate_gbps"),
+        "line_rate_gbps": "median" if median else _number(line_rate_gbps, "line_rate_gbps"),
         "min_busbw_gbps": _number(min_busbw_gbps, "min_busbw_gbps"),
     }
     fraction = out["min_fraction_of_line_rate"]
@@ -420,6 +425,13 @@ def evaluate_measurement(measurement: dict[str, Any], limits: dict[str, Any]) ->
         floor = limits.get("min_gbps")
         if floor is not None and gbps < floor:
             failures.append(f"{label} {gbps:.2f} Gb/s < floor {floor:g} Gb/s")
+    sent, on_port = measurement.get("bytes_sent"), measurement.get("port_tx_bytes")
+    if isinstance(sent, int) and isinstance(on_port, int) and sent > 0 and on_port < 0.9 * sent:
+        port = measurement.get("client_ifname", "the port")
+        failures.append(
+            f"{label}: only {on_port} of the {sent} bytes sent left through {port}"
+            " (the traffic took another path)"
+        )
     latency = measurement.get("latency_us")
     ceiling = limits.get("max_latency_us")
     if ceiling is not None:
@@ -475,10 +487,16 @@ def build_report(
                 raise VerifyError(
                     f"measurement {entry['label']!r} names {end} {entry[end]!r}, not one of {names}"
                 )
+    line_rate = limits.get("line_rate_gbps")
+    if line_rate == "median":
+        measured = [m["gbps"] for m in measurements if isinstance(m.get("gbps"), (int, float))]
+        line_rate = round(statistics.median(measured), 4) if measured else None
     rows = []
     failures: list[str] = []
     for entry in sorted(measurements, key=lambda m: (names.index(m["client"]), names.index(m["server"]))):
         row = dict(entry)
+        if line_rate is not None:
+            row["line_rate_gbps"] = line_rate
         gbps, line_rate = row.get("gbps"), row.get("line_rate_gbps")
         row["fraction_of_line_rate"] = round(gbps / line_rate, 4) if gbps is not None and line_rate else None
         row["failures"] = evaluate_measurement(row, limits)
@@ -497,6 +515,7 @@ def build_report(
         "meta": dict(meta or {}),
         "hosts": names,
         "thresholds": dict(limits),
+        "line_rate_gbps": line_rate,
         "gate": gate or {},
         "reachability": reachability or {},
         "measurements": rows,
@@ -540,6 +559,10 @@ def markdown(report: dict[str, Any]) -> str:
     )
     if meta.get("line_rate_note"):
         lines.append(f"Line rate: {meta['line_rate_note']}")
+    if limits.get("line_rate_gbps") == "median" and report.get("line_rate_gbps") is not None:
+        lines.append(
+            f"Median of this run's links, used as every link's line rate: {report['line_rate_gbps']:g} Gb/s."
+        )
     if meta.get("latency_note"):
         lines.append(f"Latency: {meta['latency_note']}")
     if meta.get("elapsed_s") is not None:
@@ -614,7 +637,7 @@ def render_heatmap(report: dict[str, Any], path: str) -> None:
     names = report["hosts"]
     gbps = matrix(report, "gbps")
     fraction = matrix(report, "fraction_of_line_rate")
-    passed = {(r["client"], r["server"]): r["passed"] for r in report["measurements"]}
+    rows = {(r["client"], r["server"]): r for r in report["measurements"]}
     n = len(names)
     size = max(4.5, 1.3 * n + 2.5)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
@@ -633,20 +656,45 @@ def render_heatmap(report: dict[str, Any], path: str) -> None:
             if gbps[i][j] is None:
                 ax.text(j, i, "not\nmeasured", ha="center", va="center", fontsize=8, color="#444444")
                 continue
-            text = f"{gbps[i][j]:.2f} Gb/s"
+            row = rows[(names[i], names[j])]
+            text = (
+                f"{row.get('client_ifname', '')} -> {row.get('server_ifname', '')}\n"
+                if "client_ifname" in row
+                else ""
+            )
+            text += f"{gbps[i][j]:.2f} Gb/s"
             if fraction[i][j] is not None:
                 text += f"\n{fraction[i][j]:.0%} of line"
-            if not passed.get((names[i], names[j]), True):
+            if row.get("latency_us") is not None:
+                text += f"\n{row['latency_us']:.0f} us"
+            if not row["passed"]:
                 text += "\nFAIL"
                 ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", lw=3))
             ax.text(j, i, text, ha="center", va="center", fontsize=9, fontweight="bold")
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label("fraction of line rate")
+    limits = report["thresholds"]
+    if limits.get("min_fraction_of_line_rate") is not None:
+        bar.ax.axhline(limits["min_fraction_of_line_rate"], color="black", lw=2)
+        bar.ax.text(
+            1.05,
+            limits["min_fraction_of_line_rate"],
+            " min",
+            va="center",
+            fontsize=8,
+            transform=bar.ax.get_yaxis_transform(),
+        )
     meta = report["meta"]
     verdict = "PASSED" if report["passed"] else f"FAILED ({len(report['failures'])} failures)"
+    if limits.get("line_rate_gbps") == "median" and report.get("line_rate_gbps") is not None:
+        basis = f"line rate = median of links, {report['line_rate_gbps']:.2f} Gb/s"
+    elif isinstance(limits.get("line_rate_gbps"), (int, float)):
+        basis = f"line rate {limits['line_rate_gbps']:g} Gb/s"
+    else:
+        basis = "line rate of each port"
     ax.set_title(
-        f"{meta.get('mode', '?')} bandwidth, {meta.get('topology', '?')} - {verdict}\n"
-        f"{meta.get('timestamp', '')}",
+        f"{meta.get('mode', '?')} bandwidth, {meta.get('topology', '?')}, sender -> receiver - {verdict}\n"
+        f"{basis}; {meta.get('timestamp', '')}",
         fontsize=10,
     )
     fig.tight_layout()

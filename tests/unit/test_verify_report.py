@@ -232,12 +232,34 @@ def test_throttled_link_fails_naming_it() -> None:
     assert vr.evaluate_measurement(measurement("node1", "node2", 9.4), limits) == []
     late = measurement("node1", "node2", 9.4, latency_us=900.0)
     assert vr.evaluate_measurement(late, limits) == ["node1:data1 -> node2:data0 latency 900.0 us > 500 us"]
+    detour = measurement("a", "b", 9.4, bytes_sent=10_000_000, port_tx_bytes=120_000, client_ifname="data1")
+    assert vr.evaluate_measurement(detour, limits) == [
+        "a:data1 -> b:data0: only 120000 of the 10000000 bytes sent left through data1"
+        " (the traffic took another path)"
+    ]
+    direct = measurement("a", "b", 9.4, bytes_sent=10_000_000, port_tx_bytes=10_400_000)
+    assert vr.evaluate_measurement(direct, limits) == []
     unknown = measurement("a", "b", 9.4, line_rate_gbps=None)
     assert "line rate is unknown" in vr.evaluate_measurement(unknown, limits)[0]
     broken = measurement("a", "b", None, error="iperf3 client failed (rc 1): unable to connect")
     assert vr.evaluate_measurement(broken, limits) == [
         "a:data1 -> b:data0: iperf3 client failed (rc 1): unable to connect"
     ]
+
+
+def test_median_line_rate_catches_the_outlier() -> None:
+    hosts = ["a", "b", "c"]
+    rows = [
+        measurement(x, y, 0.2 if (x, y) == ("a", "b") else 4.0 + i / 10)
+        for i, (x, y) in enumerate(itertools.permutations(hosts, 2))
+    ]
+    limits = vr.thresholds(0.5, None, None, "median")
+    report = vr.build_report(hosts, rows, limits)
+    # Median of 0.2, 4.1, 4.2, 4.3, 4.4, 4.5.
+    assert report["line_rate_gbps"] == 4.25
+    assert report["failures"] == ["a:data1 -> b:data0 0.20 Gb/s < 0.5 x 4.25 Gb/s (= 2.12 Gb/s)"]
+    assert all(r["line_rate_gbps"] == 4.25 for r in report["measurements"])
+    assert "Median of this run's links, used as every link's line rate: 4.25 Gb/s." in vr.markdown(report)
 
 
 def sample_report(slow: bool = False) -> dict[str, Any]:
