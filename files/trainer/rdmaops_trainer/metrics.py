@@ -47,10 +47,9 @@ def peak_memory_gb(device: torch.device) -> float:
 
 
 def _fmt(value: Any) -> Any:
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        return float(f"{value:.6g}") if abs(value) < 1e5 else round(value, 1)
+    # full precision: tests and tools compare losses across runs; only non-finite values need care in JSON
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return str(value)
     return value
 
 
