@@ -141,6 +141,7 @@ class TrainConfig:
     precision: Literal["auto", "bf16", "fp32"] = "auto"
     compile: bool = False
     eval_every: int = 0
+    # eval set size in global batches (eval_batches * global_batch_size sequences)
     eval_batches: int = 4
     checkpoint_every: int = 0
     keep_checkpoints: int = 2

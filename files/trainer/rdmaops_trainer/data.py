@@ -191,11 +191,22 @@ class StepSampler:
 
 
 def eval_batches(
-    data: PackedBlocks, n_batches: int, dp_rank: int, dp_size: int, micro: int
+    data: PackedBlocks,
+    n_batches: int,
+    dp_rank: int,
+    dp_size: int,
+    micro: int,
+    global_batch: int | None = None,
 ) -> list[dict[str, torch.Tensor]]:
-    """A fixed set of eval batches (the first blocks of the eval set, wrapping around)."""
+    """This rank's micro-batches of a fixed eval set: the first ``n_batches * global_batch`` eval blocks
+    (wrapping around), split like a training step, so the averaged eval loss is the same on any world size.
+    Without ``global_batch``: one micro-batch per rank per eval batch."""
+    if global_batch is None:
+        global_batch = dp_size * micro
+    per_rank = global_batch // dp_size
     out = []
     for k in range(n_batches):
-        start = (k * dp_size + dp_rank) * micro
-        out.append(data.batch([(start + i) % len(data) for i in range(micro)]))
+        start = k * global_batch + dp_rank * per_rank
+        for i in range(0, per_rank, micro):
+            out.append(data.batch([(start + i + j) % len(data) for j in range(micro)]))
     return out

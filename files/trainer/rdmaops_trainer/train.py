@@ -96,8 +96,7 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
     )
 
     sampler = StepSampler(len(train_data), t.global_batch_size, recipe.seed)
-    # eval batches do not depend on the strategy's micro-batch size, so strategies report the same eval loss
-    evals = eval_batches(eval_data, t.eval_batches, strategy.dp_rank, dp_size, t.micro_batch_size)
+    evals = eval_batches(eval_data, t.eval_batches, strategy.dp_rank, dp_size, micro, t.global_batch_size)
     last_loss = float("nan")
     last_eval: float | None = None
     window_start, window_steps = time.perf_counter(), 0

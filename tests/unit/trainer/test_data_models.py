@@ -80,7 +80,13 @@ def test_step_order_is_a_function_of_step_and_independent_of_world_size() -> Non
         return sorted(row.tolist() for mb in mbs for row in mb["input_ids"])
 
     assert step_ids(1, 2) == step_ids(2, 2) == step_ids(3, 4) == step_ids(6, 1)
-    assert len(eval_batches(blocks, 3, 0, 2, 2)) == 3
+    assert len(eval_batches(blocks, 3, 0, 2, 2, 12)) == 9
+
+    def eval_ids(dp: int, micro: int) -> list[list[int]]:
+        mbs = [mb for r in range(dp) for mb in eval_batches(blocks, 3, r, dp, micro, 12)]
+        return sorted(row.tolist() for mb in mbs for row in mb["input_ids"])
+
+    assert eval_ids(1, 4) == eval_ids(2, 2) == eval_ids(3, 1)
 
 
 def test_lr_schedule_warmup_then_cosine() -> None:

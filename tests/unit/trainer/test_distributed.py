@@ -40,6 +40,10 @@ def fsdp2_interrupted(runs: Path) -> Path:
     return out
 
 
+def eval_losses(out: Path) -> dict[int, float]:
+    return {int(r["step"]): float(r["eval_loss"]) for r in records(out, "eval")}
+
+
 def assert_falls(curve: dict[int, float]) -> None:
     steps = sorted(curve)
     assert steps == list(range(1, 9))
@@ -78,19 +82,23 @@ def test_fsdp2_trains_and_logs(fsdp2_ref: Path) -> None:
 
 def test_ddp_trains_and_matches_fsdp2(runs: Path, fsdp2_ref: Path) -> None:
     out = runs / "ddp"
-    run_trainer(2, *tiny_args(out, 2, "strategy.name=ddp"))
+    run_trainer(2, *tiny_args(out, 2, "strategy.name=ddp", "train.eval_every=4"))
     curve = losses(out)
     assert_falls(curve)
     assert_close(curve, losses(fsdp2_ref), AGREE, range(1, 9))
+    assert_close(eval_losses(out), eval_losses(fsdp2_ref), AGREE, range(4, 9, 4))
 
 
 def test_pipeline_trains_and_matches_unsplit_model(runs: Path, fsdp2_ref: Path) -> None:
     """2 stages x 1F1B with 3 micro-batches of 4 sequences vs the unsplit model (same init and data)."""
     out = runs / "pipeline"
-    run_trainer(2, *tiny_args(out, 2, "strategy.name=pipeline", "strategy.pipeline.microbatches=3"))
+    sets = ("strategy.name=pipeline", "strategy.pipeline.microbatches=3", "train.eval_every=4")
+    run_trainer(2, *tiny_args(out, 2, *sets))
     curve = losses(out)
     assert_falls(curve)
     assert_close(curve, losses(fsdp2_ref), AGREE, range(1, 9))
+    # forward-only eval through the stages (send/recv) gives the unsplit model's eval loss
+    assert_close(eval_losses(out), eval_losses(fsdp2_ref), AGREE, range(4, 9, 4))
 
 
 def test_fsdp2_resume_is_exact(fsdp2_interrupted: Path, fsdp2_ref: Path, runs: Path) -> None:
