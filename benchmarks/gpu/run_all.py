@@ -62,6 +62,7 @@ class Run:
     trainer_dir: Path | None = None  # the trainer's output_dir (metrics.jsonl)
     pair: str = ""  # the 1-GPU row this row's scaling is measured against
     info: dict[str, Any] = field(default_factory=dict)
+    fallback: Run | None = None  # run instead when this one fails (e.g. out of memory)
 
 
 def child_env(gpus: int, device: str) -> dict[str, str]:
@@ -182,7 +183,14 @@ def gpt2_fpt(seq: int, tiny: bool) -> float:
 
 
 def trainer_run(
-    a: argparse.Namespace, name: str, recipe: str, gpus: int, sets: list[str], fpt: float, pair: str = ""
+    a: argparse.Namespace,
+    name: str,
+    recipe: str,
+    gpus: int,
+    sets: list[str],
+    fpt: float,
+    pair: str = "",
+    fallback: list[str] | None = None,
 ) -> Run:
     run_dir = Path(tempfile.mkdtemp(prefix="bench-", dir=a.scratch))
     fixed = [
@@ -198,7 +206,10 @@ def trainer_run(
     for s in [*fixed, *sets]:  # the row's own sets win
         args += ["--set", s]
     cmd = [*torchrun(gpus), *args] if gpus > 1 else [sys.executable, *args]
-    return Run(name, cmd, gpus, fpt, trainer_dir=run_dir, pair=pair, info={"recipe": recipe, "sets": sets})
+    run = Run(name, cmd, gpus, fpt, trainer_dir=run_dir, pair=pair, info={"recipe": recipe, "sets": sets})
+    if fallback:
+        run.fallback = trainer_run(a, name, recipe, gpus, [*sets, *fallback], fpt, pair)
+    return run
 
 
 def build_runs(a: argparse.Namespace) -> list[Run]:
@@ -254,12 +265,15 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     ]
     # Qwen2.5-1.5B shape, 2 GPUs
     q = dict(QWEN15B)
-    qs = [
-        f"data.seq_len={a.qwen_seq}",
-        f"train.steps={a.trainer_steps}",
+    qs = [f"data.seq_len={a.qwen_seq}", f"train.steps={a.qwen_steps}", "train.warmup_steps=2"]
+    # steps take about a second: a log (sync) every few steps costs nothing measurable
+    qs += [f"train.log_every={a.qwen_log_every}"]
+    qs += [
         f"train.micro_batch_size={a.qwen_micro}",
+        f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}",
     ]
-    qs += [f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}", "train.warmup_steps=2"]
+    # if the large micro-batch does not fit, the row is run again at micro 4 (same global batch)
+    fb = [f"train.micro_batch_size={max(1, a.qwen_micro // 2)}"]
     if tiny:
         q.update({"d": 64, "layers": 2, "ffn": 128, "heads": 4, "kv_heads": 2, "vocab": 1024})
         qs += ["model.config.hidden_size=64", "model.config.num_hidden_layers=2"]
@@ -268,11 +282,17 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     if a.device == "cpu":
         qs.append("train.precision=auto")  # ZeRO-3 bf16 needs CUDA
     qfpt = gpt_flops_per_token(qwen2_matmul_params(**q), q["layers"], q["d"], a.qwen_seq)
-    for strat in ("fsdp2", "zero3"):
-        sets = [*qs, f"strategy.name={strat}", *a.qwen_set]
-        runs.append(trainer_run(a, f"trainer qwen1.5b {strat} 2gpu", "qwen1_5b", 2, sets, qfpt))
-    sets = [*qs, "strategy.name=fsdp2", *a.qwen_set, "train.compile=true"]  # per-block torch.compile
-    runs.append(trainer_run(a, "exp trainer qwen1.5b fsdp2 2gpu compile", "qwen1_5b", 2, sets, qfpt))
+    fsdp2 = [*qs, "strategy.name=fsdp2", "train.compile=true", *a.qwen_set]  # per-block torch.compile
+    zero3 = [*qs, "strategy.name=zero3", *a.qwen_set]  # the zero3 strategy runs eager
+    runs.append(trainer_run(a, "trainer qwen1.5b fsdp2 2gpu", "qwen1_5b", 2, fsdp2, qfpt, fallback=fb))
+    runs.append(trainer_run(a, "trainer qwen1.5b zero3 2gpu", "qwen1_5b", 2, zero3, qfpt, fallback=fb))
+    eager = [*qs, "strategy.name=fsdp2", "train.compile=false", *a.qwen_set]
+    runs.append(trainer_run(a, "exp trainer qwen1.5b fsdp2 2gpu eager", "qwen1_5b", 2, eager, qfpt))
+    for pf in (200_000_000, 500_000_000):
+        sets = [*zero3, f"strategy.zero3.prefetch_bucket_size={pf}"]
+        runs.append(
+            trainer_run(a, f"exp trainer qwen1.5b zero3 2gpu prefetch{pf:.0e}", "qwen1_5b", 2, sets, qfpt)
+        )
     # experiments: only when --only names them
     runs += [
         Run(
@@ -342,8 +362,22 @@ def trainer_steady(metrics_file: Path, skip: int) -> dict[str, Any]:
     return out
 
 
+def cleanup(run: Run) -> None:
+    for r in (run, run.fallback):
+        if r is not None and r.trainer_dir is not None:
+            shutil.rmtree(r.trainer_dir, ignore_errors=True)
+
+
 def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
     rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, child_env(run.gpus, a.device))
+    if rc not in (0, 124, 125) and run.fallback is not None:
+        log(f"===== {run.name}: failed (rc={rc}), running its fallback")
+        cleanup(run)
+        first_rc, run = rc, run.fallback
+        rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, child_env(run.gpus, a.device))
+        run.info["fallback_after_rc"] = first_rc
+    elif run.fallback is not None:
+        cleanup(run.fallback)
     row: dict[str, Any] = {"name": run.name, "gpus": run.gpus, "rc": rc, "wall_s": round(wall, 1), **run.info}
     if run.pair:
         row["pair"] = run.pair
@@ -355,7 +389,7 @@ def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
             row.update(trainer_steady(mf, a.trainer_skip))
             if a.out:
                 shutil.copy(mf, Path(a.out) / f"metrics-{run.name.replace(' ', '_').replace('.', '')}.jsonl")
-        shutil.rmtree(run.trainer_dir, ignore_errors=True)
+        cleanup(run)
     tps = row.get("tokens_per_s_per_gpu")
     row["mfu"] = round(mfu(tps, run.fpt), 4) if tps else None
     row["flops_per_token"] = run.fpt
@@ -404,8 +438,10 @@ def main() -> None:
     ap.add_argument("--trainer-skip", type=int, default=10, help="steps left out of the trainer's rate")
     ap.add_argument("--recipe-global-batch", type=int, default=512)
     ap.add_argument("--qwen-seq", type=int, default=2048)
-    ap.add_argument("--qwen-micro", type=int, default=4)
-    ap.add_argument("--qwen-accum", type=int, default=1)
+    ap.add_argument("--qwen-micro", type=int, default=8)
+    ap.add_argument("--qwen-accum", type=int, default=2, help="micro-batches per GPU per optimizer step")
+    ap.add_argument("--qwen-steps", type=int, default=25)
+    ap.add_argument("--qwen-log-every", type=int, default=5)
     ap.add_argument("--qwen-set", action="append", default=[], help="extra --set for both qwen runs")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
     ap.add_argument("--only", default="", help="comma-separated substrings of row names")
@@ -424,13 +460,16 @@ def main() -> None:
         return
     if a.tiny:
         a.seq, a.batch, a.steps, a.warmup, a.hf_steps, a.hf_warmup = 64, 2, 2, 1, 2, 1
-        a.trainer_steps, a.trainer_skip, a.qwen_seq, a.qwen_micro = 3, 1, 32, 1
+        a.trainer_steps, a.trainer_skip, a.qwen_seq, a.qwen_micro = 3, 1, 32, 2
+        a.qwen_steps, a.qwen_log_every = 3, 1
         a.acc_steps, a.acc_trainer_steps, a.recipe_global_batch, a.trainer_log_every = 1, 2, 8, 1
     if a.list:
         scratch = tempfile.mkdtemp()
         a.scratch = scratch
         for r in build_runs(a):
-            print(("  " if selected(a, r) else "x ") + r.name)
+            print(
+                ("  " if selected(a, r) else "x ") + r.name + ("  [fallback: micro/2]" if r.fallback else "")
+            )
         shutil.rmtree(scratch)
         return
     if a.out:
@@ -447,8 +486,8 @@ def main() -> None:
     for run in runs:
         if selected(a, run):
             execute(a, run, results)
-        elif run.trainer_dir is not None:
-            shutil.rmtree(run.trainer_dir, ignore_errors=True)
+        else:
+            cleanup(run)
     results["wall_s"] = round(time.time() - t0, 1)
     tab = table(results["rows"])
     results["table"] = tab.splitlines()
