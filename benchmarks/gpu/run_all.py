@@ -12,7 +12,7 @@ project's trainer with recipe gpt2 (DDP, 1 and 2 GPUs, at the baseline's batch a
 run only when --only names them. MFU is computed here for every row from tokens/s per GPU with
 benchmarks/gpu/flops.py. Every child gets the NVLink-multicast-off variables that the device machine requires;
 one-GPU rows get CUDA_VISIBLE_DEVICES=0. Results go to OUT (default $OUT): results.json (rewritten after every
-row) and run_all.log (every run's own output), plus each trainer run's metrics.jsonl.
+row), run_all.log (every run's own output) and trainer_metrics.jsonl (the trainer's metrics, by row).
 """
 
 from __future__ import annotations
@@ -387,8 +387,10 @@ def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
         mf = run.trainer_dir / "metrics.jsonl"
         if mf.is_file():
             row.update(trainer_steady(mf, a.trainer_skip))
-            if a.out:
-                shutil.copy(mf, Path(a.out) / f"metrics-{run.name.replace(' ', '_').replace('.', '')}.jsonl")
+            if a.out:  # one file for all rows: the device machine returns at most 8 files
+                with open(Path(a.out) / "trainer_metrics.jsonl", "a") as fh:
+                    for line in mf.read_text().splitlines():
+                        fh.write(json.dumps({"row": run.name, **json.loads(line)}) + "\n")
         cleanup(run)
     tps = row.get("tokens_per_s_per_gpu")
     row["mfu"] = round(mfu(tps, run.fpt), 4) if tps else None
@@ -427,12 +429,12 @@ def main() -> None:
     ap.add_argument("--no-env", action="store_true", help="skip the environment check")
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=32, help="GPT-2 micro-batch per GPU, every GPT-2 row")
-    ap.add_argument("--steps", type=int, default=60)
+    ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=15)
     ap.add_argument("--acc-steps", type=int, default=8, help="timed steps of the gb512 minimal rows")
     ap.add_argument("--hf-steps", type=int, default=20)
     ap.add_argument("--hf-warmup", type=int, default=8)
-    ap.add_argument("--trainer-steps", type=int, default=40)
+    ap.add_argument("--trainer-steps", type=int, default=70)
     ap.add_argument("--acc-trainer-steps", type=int, default=14, help="steps of the gb512 trainer rows")
     ap.add_argument("--trainer-log-every", type=int, default=10, help="the trainer syncs at log points")
     ap.add_argument("--trainer-skip", type=int, default=10, help="steps left out of the trainer's rate")
