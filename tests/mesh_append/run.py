@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Appending a node must not renumber the running ones.
+
+Records the data-network addresses of every node of a converged lab instance, grows the
+instance (playbooks/lab.yml with a larger lab_nodes), re-runs site.yml, records again and
+requires every address the existing nodes had to be still there, on the same interface.
+
+    tests/mesh_append/run.py --inventory inventories/mol --nodes 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+from netaddr import IPAddress, IPNetwork
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out.update(
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False"
+    )
+    return out
+
+
+def tool(name: str) -> str:
+    local = Path(sys.executable).with_name(name)
+    return str(local) if local.exists() else name
+
+
+def run(argv: list[str], what: str) -> float:
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=ROOT, env=env(), capture_output=True, text=True, check=False)
+    elapsed = time.monotonic() - start
+    if proc.returncode != 0:
+        print(proc.stdout[-4000:] + proc.stderr[-2000:])
+        raise SystemExit(f"{what} failed (rc={proc.returncode})")
+    return elapsed
+
+
+def data_addresses(inventory: Path, mgmt: IPNetwork) -> dict[str, list[str]]:
+    """{node: ['ifname a.b.c.d/len', ...]} for every IPv4 address outside management and loopback."""
+    ansible_env = env()
+    ansible_env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    proc = subprocess.run(
+        [
+            tool("ansible"),
+            "all",
+            "-i",
+            str(inventory),
+            "-m",
+            "ansible.builtin.command",
+            "-a",
+            "ip -j addr show",
+        ],
+        cwd=ROOT,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    hosts = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]
+    out: dict[str, list[str]] = {}
+    for host, result in hosts.items():
+        entries = []
+        for link in json.loads(result.get("stdout") or "[]"):
+            for info in link.get("addr_info", []):
+                addr = IPAddress(info["local"]) if info.get("family") == "inet" else None
+                if addr is not None and addr not in mgmt and not addr.is_loopback():
+                    entries.append(f"{link['ifname']} {info['local']}/{info['prefixlen']}")
+        out[host] = sorted(entries)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--inventory", type=Path, required=True, help="the lab instance's inventory directory"
+    )
+    parser.add_argument("--nodes", type=int, default=4, help="node count to grow to")
+    args = parser.parse_args()
+    inventory = args.inventory.resolve()
+    lab_vars = yaml.safe_load((inventory / "group_vars" / "all.yml").read_text())
+    lab = lab_vars["rdmaops_lab"]["name"]
+    mgmt = IPNetwork(lab_vars["mesh_network_mgmt_cidr"])
+    topology = lab_vars["mesh_network_topology"]
+
+    before = data_addresses(inventory, mgmt)
+    if len(before) >= args.nodes:
+        print(f"lab {lab} already has {len(before)} nodes; nothing to append", file=sys.stderr)
+        return 2
+    grow = run(
+        [
+            tool("ansible-playbook"),
+            str(ROOT / "playbooks" / "lab.yml"),
+            "-e",
+            json.dumps(
+                {
+                    "lab_state": "present",
+                    "lab_name": lab,
+                    "lab_nodes": args.nodes,
+                    "lab_topology": topology,
+                    "lab_mgmt_cidr": str(mgmt.cidr),
+                    "lab_inventory_dir": str(inventory),
+                }
+            ),
+        ],
+        f"growing lab {lab} to {args.nodes} nodes",
+    )
+    site = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "site.yml")], "site.yml")
+    after = data_addresses(inventory, mgmt)
+
+    print(
+        f"lab {lab}: grew {len(before)} -> {len(after)} nodes in {grow:.1f} s, site.yml re-run {site:.1f} s"
+    )
+    lost: list[str] = []
+    for host in sorted(before):
+        kept = [entry for entry in before[host] if entry in after.get(host, [])]
+        added = [entry for entry in after.get(host, []) if entry not in before[host]]
+        lost += [f"{host} {entry}" for entry in before[host] if entry not in kept]
+        print(f"{host}: kept {', '.join(kept) or '-'}" + (f"; added {', '.join(added)}" if added else ""))
+    for host in sorted(set(after) - set(before)):
+        print(f"{host} (new): {', '.join(after[host]) or '-'}")
+    if lost or not any(before.values()):
+        print(f"FAIL: addresses lost or moved: {lost or 'no addresses before'}")
+        return 1
+    count = sum(len(v) for v in before.values())
+    print(f"PASS: all {count} data addresses of the first {len(before)} nodes unchanged")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
