@@ -582,8 +582,22 @@ class Fabric:
         self.plan = plan
         self.fabric_mtu = fabric_mtu
 
+    def check_cidr_free(self) -> None:
+        """Fail when another interface (another instance, a real network) has an address in the CIDR."""
+        net = ipaddress.IPv4Network(self.plan.mgmt_cidr)
+        own = mgmt_bridge(self.plan.lab)
+        for entry in self.host.ip_json(["-4", "addr", "show"]):
+            for addr in entry.get("addr_info", []):
+                iface = ipaddress.IPv4Interface(f"{addr['local']}/{addr['prefixlen']}")
+                if entry.get("ifname") != own and iface.network.overlaps(net):
+                    raise LabError(
+                        f"management CIDR {net} overlaps {iface} on host interface {entry.get('ifname')}"
+                        " (another lab instance or a real network): choose another lab_mgmt_cidr"
+                    )
+
     def apply(self) -> None:
         h, plan = self.host, self.plan
+        self.check_cidr_free()
         wanted_host = {mgmt_bridge(plan.lab)} | {n.mgmt_host_if for n in plan.nodes}
         if plan.topology == "switched":
             wanted_host |= {fabric_bridge(plan.lab)} | {
