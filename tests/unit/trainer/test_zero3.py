@@ -8,10 +8,12 @@ step-4 checkpoint (copied, step 8 removed), on 2 and on 3 processes.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import losses, records, run_trainer, tiny_args
+from conftest import losses, records, run_trainer, tiny_args, trainer_env
 from rdmaops_trainer.config import RecipeError, load_recipe
 from rdmaops_trainer.strategies.zero3 import ds_config, saved_dp_world_size
 
@@ -129,3 +131,19 @@ def test_zero3_resume_on_three_processes_via_universal_checkpoint(zero3_ref: Pat
     assert sorted(got) == [5, 6, 7, 8]
     for step in got:
         assert abs(got[step] - ref[step]) <= AGREE, f"step {step}: {got[step]!r} vs {ref[step]!r}"
+
+
+def test_zero3_as_one_plain_process(tmp_path: Path) -> None:
+    """`python -m rdmaops_trainer` without torchrun: no LOCAL_RANK, which DeepSpeed requires, is set."""
+    out = tmp_path / "one"
+    args = tiny_args(out, 1, "strategy.name=zero3", "train.steps=2", "train.warmup_steps=1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "rdmaops_trainer", *args],
+        env=trainer_env(),
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert sorted(losses(out)) == [1, 2]

@@ -136,6 +136,8 @@ class Zero3Strategy(Strategy):
 
     def __init__(self, recipe: Recipe, runtime: Runtime) -> None:
         super().__init__(recipe, runtime)
+        # DeepSpeed insists on LOCAL_RANK, which a plain one-process `python -m rdmaops_trainer` lacks
+        os.environ.setdefault("LOCAL_RANK", str(runtime.local_rank))
         _use_accelerator(runtime.is_cuda)
         import deepspeed
         import deepspeed.ops
