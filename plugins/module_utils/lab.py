@@ -377,7 +377,7 @@ class Host:
                 _signal(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.unit_pids(unit, netns):
-            time.sleep(0.2)
+            time.sleep(0.5)
         left = self.unit_pids(unit, netns)
         if left:
             self.warnings.append(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 
@@ -156,3 +157,47 @@ def test_nspid_and_host_link_owner() -> None:
     assert lab.node_of_host_link("lab", {"ifalias": "lab:fabric:node2:data0"}) == "node2"
     assert lab.node_of_host_link("lab", {"ifalias": "mol:mgmt:node4"}) is None
     assert lab.node_of_host_link("lab", {}) is None
+
+
+def test_render_block_replaces_only_its_block() -> None:
+    marker = "rdmaops.cluster.lab management addresses"
+    first = lab.render_block("127.0.0.1 localhost\n", "10.99.0.11 node1\n", marker)
+    assert first == (f"127.0.0.1 localhost\n# BEGIN {marker}\n10.99.0.11 node1\n# END {marker}\n")
+    edited = first + "10.255.0.1 node1-addr\n"
+    second = lab.render_block(edited, "10.99.0.11 node1\n10.99.0.14 node4", marker)
+    assert second == (
+        "127.0.0.1 localhost\n"
+        f"# BEGIN {marker}\n10.99.0.11 node1\n10.99.0.14 node4\n# END {marker}\n"
+        "10.255.0.1 node1-addr\n"
+    )
+    assert lab.render_block(second, "10.99.0.11 node1\n10.99.0.14 node4\n", marker) == second
+    assert lab.render_block("no newline", "x\n", "m") == "no newline\n# BEGIN m\nx\n# END m\n"
+
+
+def test_write_root_file_changes_only_what_differs(tmp_path: Path) -> None:
+    host = lab.Host("unit", runner=lambda argv: (0, "", ""))
+    lab.write_root_file(host, str(tmp_path), "/etc/hostname", "node1\n", 0o644, None)
+    assert (tmp_path / "etc/hostname").read_text() == "node1\n"
+    assert oct((tmp_path / "etc/hostname").stat().st_mode & 0o7777) == oct(0o644)
+    assert len(host.changes) == 1
+    lab.write_root_file(host, str(tmp_path), "/etc/hostname", "node1\n", 0o644, None)
+    assert len(host.changes) == 1
+    lab.write_root_file(host, str(tmp_path), "/etc/hostname", "node1\n", 0o600, None)
+    assert len(host.changes) == 2
+    assert oct((tmp_path / "etc/hostname").stat().st_mode & 0o7777) == oct(0o600)
+
+
+def test_write_root_file_check_mode_and_bad_paths(tmp_path: Path) -> None:
+    host = lab.Host("unit", runner=lambda argv: (0, "", ""), check_mode=True)
+    lab.write_root_file(host, str(tmp_path), "/etc/machine-id", "abc\n", 0o444, None)
+    assert host.changes == [f"write {tmp_path}/etc/machine-id"]
+    assert not (tmp_path / "etc").exists()
+    for bad in ("/", "../etc/passwd", "/etc/../../x"):
+        with pytest.raises(lab.LabError, match="inside the node's root"):
+            lab.write_root_file(host, str(tmp_path), bad, "x", 0o644, None)
+
+
+def test_exec_argv_strips_nsenter() -> None:
+    argv = ["nsenter", "--net=/run/netns/lab-node1", "--", "systemd-nspawn", "--boot"]
+    assert lab.exec_argv(argv) == ["systemd-nspawn", "--boot"]
+    assert lab.exec_argv(["/usr/sbin/apt-cacher-ng", "-c", "/x"]) == ["/usr/sbin/apt-cacher-ng", "-c", "/x"]
