@@ -1,0 +1,64 @@
+"""The FLOP count behind every MFU figure in docs/benchmarks.md: parameter formulas against real models."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu"
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+flops = _load("flops")
+
+
+def test_gpt2_formula_matches_the_minimal_model() -> None:
+    minimal = _load("minimal_gpt2")
+    model = minimal.GPT(vocab=1000, seq=32, layers=3, d=48, heads=4)
+    n = sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
+    assert flops.gpt2_matmul_params(1000, 48, 3) == n
+
+
+def test_gpt2_124m_numbers() -> None:
+    # 124M with the 50304-row padded table, 0.855 GFLOP per token at T=1024
+    assert flops.gpt2_matmul_params(50304) == 123_689_472
+    fpt = flops.gpt_flops_per_token(flops.gpt2_matmul_params(50304), 12, 768, 1024)
+    assert fpt == pytest.approx(855.38e6, rel=1e-4)
+    # 500k tokens/s on one GPU is 43% of the 989 TFLOP/s peak
+    assert flops.mfu(500_000, fpt) == pytest.approx(0.4325, abs=1e-3)
+
+
+def test_qwen2_formula_matches_transformers() -> None:
+    transformers = pytest.importorskip("transformers")
+    shape = {"vocab": 512, "d": 64, "layers": 2, "ffn": 160, "heads": 4, "kv_heads": 2}
+    cfg = transformers.Qwen2Config(
+        vocab_size=shape["vocab"],
+        hidden_size=shape["d"],
+        num_hidden_layers=shape["layers"],
+        intermediate_size=shape["ffn"],
+        num_attention_heads=shape["heads"],
+        num_key_value_heads=shape["kv_heads"],
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(0)
+    model = transformers.Qwen2ForCausalLM(cfg)
+    # tied: the embedding table is the lm_head and counted once
+    n = sum(p.numel() for p in model.parameters())
+    assert flops.qwen2_matmul_params(**shape) == n
+
+
+def test_qwen15b_size() -> None:
+    # Qwen2.5-1.5B has 1.54B parameters (tied embeddings)
+    assert flops.qwen2_matmul_params(**flops.QWEN15B) == 1_543_714_304
