@@ -288,6 +288,13 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     runs.append(trainer_run(a, "trainer qwen1.5b zero3 2gpu", "qwen1_5b", 2, zero3, qfpt, fallback=fb))
     eager = [*qs, "strategy.name=fsdp2", "train.compile=false", *a.qwen_set]
     runs.append(trainer_run(a, "exp trainer qwen1.5b fsdp2 2gpu eager", "qwen1_5b", 2, eager, qfpt))
+    prof = [str(HERE / "profile_trainer.py"), "--steps-at", "6", "--profile-steps", "2", "--"]
+    for strat, sets in (("zero3", zero3), ("fsdp2", fsdp2)):
+        r = trainer_run(
+            a, f"exp profile qwen1.5b {strat} 2gpu", "qwen1_5b", 2, [*sets, "train.steps=8"], qfpt
+        )
+        r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]
+        runs.append(r)
     for pf in (200_000_000, 500_000_000):
         sets = [*zero3, f"strategy.zero3.prefetch_bucket_size={pf}"]
         runs.append(
@@ -381,6 +388,9 @@ def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
     row: dict[str, Any] = {"name": run.name, "gpus": run.gpus, "rc": rc, "wall_s": round(wall, 1), **run.info}
     if run.pair:
         row["pair"] = run.pair
+    prof = [x for x in out.splitlines() if x.startswith("PROFILE {")]
+    if prof:
+        row["profile"] = json.loads(prof[-1][len("PROFILE ") :])
     if run.trainer_dir is None:
         row.update(last_json(out) or {})
     else:

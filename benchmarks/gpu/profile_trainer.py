@@ -1,0 +1,113 @@
+"""Profile a few optimizer steps of the project's trainer: where does a step's time go?
+
+    torchrun --standalone --nproc-per-node 2 benchmarks/gpu/profile_trainer.py --steps-at 12 \\
+        --profile-steps 2 -- --recipe qwen1_5b --set strategy.name=zero3 ...
+
+Runs ``python -m rdmaops_trainer`` unchanged, with ``Strategy.train_step`` wrapped so that torch.profiler
+records optimizer steps [steps-at, steps-at + profile-steps). Rank 0 prints one JSON line: wall time per step,
+GPU busy time per step (union of kernel intervals on the device), the share of NCCL kernels, and the top
+kernels and CPU ops, so a slow strategy can be told apart as GPU-bound, communication-bound or host-bound.
+The profiler itself slows the host side: take speed from the unprofiled rows, proportions from this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+
+def busy_union(intervals: list[tuple[float, float]]) -> float:
+    """Total length of the union of [start, end) intervals (overlapping kernels on several streams)."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s  # type: ignore[operator]
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s  # type: ignore[operator]
+    return total
+
+
+def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any]:
+    kernels: list[tuple[float, float]] = []
+    nccl_us = 0.0
+    by_kernel: dict[str, float] = {}
+    for ev in prof.events():
+        if cuda and ev.device_type == torch.autograd.DeviceType.CUDA:
+            start = ev.time_range.start
+            kernels.append((start, start + ev.time_range.elapsed_us()))
+            by_kernel[ev.name] = by_kernel.get(ev.name, 0.0) + ev.time_range.elapsed_us()
+            if "nccl" in ev.name.lower():
+                nccl_us += ev.time_range.elapsed_us()
+    busy_us = busy_union(kernels)
+    cpu_ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)[:12]
+    top_k = sorted(by_kernel.items(), key=lambda kv: kv[1], reverse=True)[:12]
+    return {
+        "profiled_steps": steps,
+        "wall_ms_per_step": round(1000 * wall_s / steps, 2),
+        "gpu_busy_ms_per_step": round(busy_us / 1000 / steps, 2),
+        "gpu_busy_fraction": round(busy_us / 1e6 / wall_s, 3) if wall_s else None,
+        "nccl_kernel_ms_per_step": round(nccl_us / 1000 / steps, 2),
+        "kernel_launches_per_step": len(kernels) // max(steps, 1),
+        "top_kernels_ms_per_step": [[n[:90], round(t / 1000 / steps, 2)] for n, t in top_k],
+        "top_cpu_self_ms_per_step": [
+            [e.key[:90], round(e.self_cpu_time_total / 1000 / steps, 2)] for e in cpu_ops
+        ],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps-at", type=int, default=12, help="first profiled optimizer step (after warm-up)")
+    ap.add_argument("--profile-steps", type=int, default=2)
+    ap.add_argument("trainer_args", nargs=argparse.REMAINDER, help="-- then the trainer's own arguments")
+    a = ap.parse_args()
+    targs = a.trainer_args[1:] if a.trainer_args[:1] == ["--"] else a.trainer_args
+
+    from rdmaops_trainer import __main__ as trainer_main
+    from rdmaops_trainer.strategies import base
+
+    cuda = torch.cuda.is_available()
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    state: dict[str, Any] = {"calls": 0, "prof": None, "t0": 0.0}
+    original = base.Strategy.train_step
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
+    def wrapped(self: Any, micro_batches: Any, lr: float) -> Any:
+        n = state["calls"]
+        if n == a.steps_at:
+            sync()
+            state["prof"] = profile(activities=acts)
+            state["prof"].__enter__()
+            state["t0"] = time.perf_counter()
+        out = original(self, micro_batches, lr)
+        state["calls"] = n + 1
+        if n == a.steps_at + a.profile_steps - 1 and state["prof"] is not None:
+            sync()
+            wall = time.perf_counter() - state["t0"]
+            state["prof"].__exit__(None, None, None)
+            if int(os.environ.get("RANK", "0")) == 0:
+                res = summarize(state["prof"], a.profile_steps, wall, cuda)
+                print("PROFILE " + json.dumps(res), flush=True)
+            state["prof"] = None
+        return out
+
+    base.Strategy.train_step = wrapped  # type: ignore[method-assign]
+    sys.exit(trainer_main.main(targs))
+
+
+if __name__ == "__main__":
+    main()
