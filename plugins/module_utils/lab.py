@@ -227,6 +227,18 @@ def mounts_under(mountinfo: str, root: str) -> list[str]:
     return list(reversed(found))
 
 
+def overlay_lowerdir(mountinfo: str, target: str) -> str | None:
+    """The lowerdir option of the overlay mounted at target (the last such mount), or None."""
+    found = None
+    for line in mountinfo.splitlines():
+        left, _sep, right = line.partition(" - ")
+        fields, rfields = left.split(" "), right.split(" ")
+        if len(fields) > 4 and len(rfields) > 2 and rfields[0] == "overlay" and fields[4] == target:
+            opts = dict(o.partition("=")[::2] for o in rfields[2].split(","))
+            found = opts.get("lowerdir")
+    return found
+
+
 def parse_nspid(status: str) -> list[int]:
     for line in status.splitlines():
         if line.startswith("NSpid:"):
@@ -452,6 +464,13 @@ class Host:
 
     def mount_overlay(self, lower: str, upper: str, work: str, target: str) -> None:
         if target in self.mounts(target):
+            with open("/proc/self/mountinfo", encoding="utf-8") as fh:
+                mounted = overlay_lowerdir(fh.read(), target)
+            if mounted is not None and mounted != lower:
+                raise LabError(
+                    f"{target} is mounted over base {mounted}, not {lower} (the base package list changed):"
+                    " recreate the instance (lab_state=absent, then present)"
+                )
             return
         for path in (upper, work, target):
             if not self.check_mode:

@@ -201,3 +201,9 @@ def test_exec_argv_strips_nsenter() -> None:
     argv = ["nsenter", "--net=/run/netns/lab-node1", "--", "systemd-nspawn", "--boot"]
     assert lab.exec_argv(argv) == ["systemd-nspawn", "--boot"]
     assert lab.exec_argv(["/usr/sbin/apt-cacher-ng", "-c", "/x"]) == ["/usr/sbin/apt-cacher-ng", "-c", "/x"]
+
+
+def test_overlay_lowerdir() -> None:
+    assert lab.overlay_lowerdir(MOUNTINFO, "/var/lib/rdmaops-lab/lab/node1/root") == "/b"
+    assert lab.overlay_lowerdir(MOUNTINFO, "/var/lib/rdmaops-lab/lab/node1/root/with space") is None
+    assert lab.overlay_lowerdir(MOUNTINFO, "/nowhere") is None
