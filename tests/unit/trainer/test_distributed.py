@@ -26,7 +26,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def fsdp2_ref(runs: Path) -> Path:
     out = runs / "fsdp2"
-    run_trainer(2, *tiny_args(out, 2, "strategy.name=fsdp2", "train.eval_every=4", "train.plot=true"))
+    # the reference run goes through torchrun itself, as on the cluster
+    run_trainer(
+        2, *tiny_args(out, 2, "strategy.name=fsdp2", "train.eval_every=4", "train.plot=true"), torchrun=True
+    )
     return out
 
 
