@@ -18,20 +18,8 @@ import os
 import re
 import statistics
 import traceback
+from types import ModuleType
 from typing import Any
-
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Rectangle
-
-    HAS_MATPLOTLIB = True
-    MATPLOTLIB_IMPORT_ERROR = ""
-except ImportError:
-    HAS_MATPLOTLIB = False
-    MATPLOTLIB_IMPORT_ERROR = traceback.format_exc()
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import rdma_sysfs
 
@@ -578,9 +566,13 @@ def markdown(report: dict[str, Any]) -> str:
         "|---|---:|---:|---:|---:|---|---|",
     ]
     for row in report["measurements"]:
-        verdict = "ok" if row["passed"] else "FAIL: " + "; ".join(row["failures"]).replace("|", "/")
+        # The link is named in the first column: the cell keeps only what failed.
+        reasons = [
+            f[len(row["label"]) :].lstrip(": ") if f.startswith(row["label"]) else f for f in row["failures"]
+        ]
+        verdict = "ok" if row["passed"] else "FAIL: " + "; ".join(reasons).replace("|", "/")
         lines.append(
-            f"| {row['label']} | {_fmt(row.get('gbps'), '.2f')} | {_fmt(row.get('line_rate_gbps'), 'g')} | "
+            f"| {row['label']} | {_fmt(row.get('gbps'), '.2f')} | {_fmt(row.get('line_rate_gbps'), '.4g')} | "
             f"{_fmt(row.get('fraction_of_line_rate'), '.0%')} | {_fmt(row.get('latency_us'), '.1f')} | "
             f"{row.get('tool', '')} | {verdict} |"
         )
@@ -628,12 +620,26 @@ def _human_bytes(size: int) -> str:
     return str(size)
 
 
+def load_matplotlib() -> tuple[ModuleType | None, str]:
+    """matplotlib with the Agg backend (imported only here: nodes that run the measurement modules
+    need not have it), or None and the import traceback."""
+    try:
+        import matplotlib  # pylint: disable=import-outside-toplevel
+
+        matplotlib.use("Agg")
+        import matplotlib.patches  # pylint: disable=import-outside-toplevel
+        import matplotlib.pyplot  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return None, traceback.format_exc()
+    return matplotlib, ""
+
+
 def render_heatmap(report: dict[str, Any], path: str) -> None:
     """PNG: the bandwidth matrix, coloured by fraction of line rate, each cell annotated."""
-    if not HAS_MATPLOTLIB:
-        raise VerifyError(
-            "matplotlib is needed for the heatmap: " + MATPLOTLIB_IMPORT_ERROR.strip().splitlines()[-1]
-        )
+    matplotlib, error = load_matplotlib()
+    if matplotlib is None:
+        raise VerifyError(f"matplotlib is needed for the heatmap: {error.strip().splitlines()[-1]}")
+    plt = matplotlib.pyplot
     names = report["hosts"]
     gbps = matrix(report, "gbps")
     fraction = matrix(report, "fraction_of_line_rate")
@@ -669,7 +675,11 @@ def render_heatmap(report: dict[str, Any], path: str) -> None:
                 text += f"\n{row['latency_us']:.0f} us"
             if not row["passed"]:
                 text += "\nFAIL"
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", lw=3))
+                ax.add_patch(
+                    matplotlib.patches.Rectangle(
+                        (j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="black", lw=3
+                    )
+                )
             ax.text(j, i, text, ha="center", va="center", fontsize=9, fontweight="bold")
     bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     bar.set_label("fraction of line rate")

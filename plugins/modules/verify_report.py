@@ -181,8 +181,9 @@ def main() -> None:
     }
     if module.check_mode:
         module.exit_json(**result)
-    if not vr.HAS_MATPLOTLIB:
-        module.fail_json(msg=missing_required_lib("matplotlib"), exception=vr.MATPLOTLIB_IMPORT_ERROR)
+    matplotlib, error = vr.load_matplotlib()
+    if matplotlib is None:
+        module.fail_json(msg=missing_required_lib("matplotlib"), exception=error)
     latest = os.path.join(params["dest"], "latest") if params["latest_link"] else None
     try:
         result["paths"] = vr.write_report(report, directory, latest)
