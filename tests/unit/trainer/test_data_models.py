@@ -175,3 +175,34 @@ def test_glm_recipe_builds_a_reduced_glm4_moe_from_config() -> None:
     assert flops_per_token(model, 1) < dense
     with pytest.raises(RecipeError, match=r"model\.config\.not_a_field: not a field of Glm4MoeConfig"):
         build_model(load_recipe("glm", _reduced("glm", {"not_a_field": 1}, "glm4_moe")))
+
+
+def test_hf_tokenizer_from_local_path_with_chat_template(tmp_path: Path) -> None:
+    """A tokenizer trained here (no download), saved like a model's tokenizer directory."""
+    from rdmaops_trainer.tokenizer import HFTokenizer
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    raw = Tokenizer(models.BPE(unk_token="<unk>"))
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=["<unk>", "<|end|>", "<|user|>", "<|assistant|>"]
+    )
+    raw.train_from_iterator(generate_corpus(200, seed=1), trainer)
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="<|end|>", unk_token="<unk>")
+    tok.chat_template = "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
+    tok.save_pretrained(tmp_path / "tok")
+
+    hf = HFTokenizer(str(tmp_path / "tok"))
+    assert hf.eos_id == tok.convert_tokens_to_ids("<|end|>")
+    msgs = [{"role": "user", "content": "the cat sees"}, {"role": "assistant", "content": "a green apple"}]
+    ids, trainable = hf.encode_chat(msgs)
+    user_len = len(hf._template_ids(msgs[:1]))
+    assert not any(trainable[:user_len]) and all(trainable[user_len:])
+    assert tok.decode(ids[user_len:]) == "<|assistant|>a green apple<|end|>"
+    r = load_recipe(
+        "tiny", ["tokenizer.kind=hf", f"tokenizer.path={tmp_path / 'tok'}", "data.generated_docs=50"]
+    )
+    train, _evl = load_datasets(r, hf, hf.vocab_size)
+    assert int(train.tokens.max()) < hf.vocab_size
