@@ -681,18 +681,18 @@ def render_heatmap(report: dict[str, Any], path: str) -> None:
                     )
                 )
             ax.text(j, i, text, ha="center", va="center", fontsize=9, fontweight="bold")
-    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    bar.set_label("fraction of line rate")
+    colorbar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    colorbar.set_label("fraction of line rate")
     limits = report["thresholds"]
     if limits.get("min_fraction_of_line_rate") is not None:
-        bar.ax.axhline(limits["min_fraction_of_line_rate"], color="black", lw=2)
-        bar.ax.text(
+        colorbar.ax.axhline(limits["min_fraction_of_line_rate"], color="black", lw=2)
+        colorbar.ax.text(
             1.05,
             limits["min_fraction_of_line_rate"],
             " min",
             va="center",
             fontsize=8,
-            transform=bar.ax.get_yaxis_transform(),
+            transform=colorbar.ax.get_yaxis_transform(),
         )
     meta = report["meta"]
     verdict = "PASSED" if report["passed"] else f"FAILED ({len(report['failures'])} failures)"

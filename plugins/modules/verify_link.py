@@ -11,7 +11,7 @@ short_description: Client side of one link check of verify.yml (bandwidth, laten
 version_added: "0.1.0"
 description:
   - Measures one direction of one link from the sending node in a single task, against servers that
-    M(rdmaops.cluster.rdma_bandwidth) started on the peer (O(role=server), asynchronously).
+    M(rdmaops.cluster.rdma_bandwidth) started on the peer (its C(role=server), asynchronously).
   - Reads the transmit counter of O(interface) before and after the bandwidth test, so the report can
     show that the traffic really left through that port.
   - Bandwidth with iperf3 (O(mode=tcp)) or perftest (O(mode=rdma)); latency with ICMP echo round trips
