@@ -526,13 +526,19 @@ def _fmt(value: Any, spec: str, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:{spec}}{unit}"
 
 
+def _verdict(report: dict[str, Any]) -> str:
+    if report["meta"].get("check_mode"):
+        return "CHECK MODE, nothing measured"
+    return "PASSED" if report["passed"] else "FAILED"
+
+
 def markdown(report: dict[str, Any]) -> str:
     """Human summary: verdict, per-link table, all-reduce table, failures."""
     meta = report["meta"]
     lines = [
         f"# Fabric verification {meta.get('timestamp', '')}".rstrip(),
         "",
-        f"**{'PASSED' if report['passed'] else 'FAILED'}**: {len(report['hosts'])} nodes, topology "
+        f"**{_verdict(report)}**: {len(report['hosts'])} nodes, topology "
         f"{meta.get('topology', '?')}, mode {meta.get('mode', '?')}, pattern {meta.get('pattern', '?')}, "
         f"{len(report['measurements'])} directed measurements in {meta.get('rounds', '?')} rounds.",
         "",

@@ -310,6 +310,8 @@ def test_build_report_collects_every_failure() -> None:
     assert "**FAILED**" in text and "| node1:data1 -> node2:data0 | 0.19 | 10 | 2% |" in text
     assert "| 1 MiB | 2.000 | 4.190 | 5.590 |" in text
     json.dumps(report)
+    report["meta"]["check_mode"] = True
+    assert "**CHECK MODE, nothing measured**" in vr.markdown(report)
 
 
 def test_write_report_files_and_latest_link(tmp_path: Path) -> None:
