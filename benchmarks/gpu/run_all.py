@@ -171,6 +171,13 @@ def check_env(a: argparse.Namespace, results: dict[str, Any]) -> None:
     if a.device == "cuda" and shutil.which("nvidia-smi"):
         _rc, out, _ = run_cmd("topo", ["nvidia-smi", "topo", "-m"], 60, child_env(2, a.device))
         results["env"]["topo"] = [x for x in out.splitlines() if x.startswith("GPU")]
+    if a.gpus >= 2:
+        env = child_env(2, a.device)
+        env["NCCL_DEBUG"] = "INFO"  # which transport NCCL picked between the GPUs
+        _rc, out, _ = run_cmd("nccl_bw", [*torchrun(2), str(HERE / "nccl_bw.py")], 120, env)
+        results["env"]["nccl_bw"] = last_json(out)
+        via = sorted({x.split(" via ")[1].strip() for x in out.splitlines() if " via " in x})
+        results["env"]["nccl_transport"] = via[:6]
 
 
 # --------------------------------------------------------------------------- the rows
@@ -283,7 +290,9 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         qs.append("train.precision=auto")  # ZeRO-3 bf16 needs CUDA
     qfpt = gpt_flops_per_token(qwen2_matmul_params(**q), q["layers"], q["d"], a.qwen_seq)
     fsdp2 = [*qs, "strategy.name=fsdp2", "train.compile=true", *a.qwen_set]  # per-block torch.compile
-    zero3 = [*qs, "strategy.name=zero3", *a.qwen_set]  # the zero3 strategy runs eager
+    # the zero3 strategy runs eager; a 200M-element prefetch bucket (DeepSpeed's default 5e7 is about one
+    # Qwen layer) measured 33.6% MFU against 16% in the first runs
+    zero3 = [*qs, "strategy.name=zero3", "strategy.zero3.prefetch_bucket_size=200000000", *a.qwen_set]
     runs.append(trainer_run(a, "trainer qwen1.5b fsdp2 2gpu", "qwen1_5b", 2, fsdp2, qfpt, fallback=fb))
     runs.append(trainer_run(a, "trainer qwen1.5b zero3 2gpu", "qwen1_5b", 2, zero3, qfpt, fallback=fb))
     eager = [*qs, "strategy.name=fsdp2", "train.compile=false", *a.qwen_set]
@@ -295,7 +304,7 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         )
         r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]
         runs.append(r)
-    for pf in (200_000_000, 500_000_000):
+    for pf in (50_000_000, 500_000_000):
         sets = [*zero3, f"strategy.zero3.prefetch_bucket_size={pf}"]
         runs.append(
             trainer_run(a, f"exp trainer qwen1.5b zero3 2gpu prefetch{pf:.0e}", "qwen1_5b", 2, sets, qfpt)
@@ -336,7 +345,11 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     ]
     if a.gpus < 2:
         runs = [r for r in runs if r.gpus == 1]
-    return runs
+    # most important first: a run cut by --budget loses the least
+    first = ["minimal_gpt2 1gpu", "trainer gpt2 ddp 1gpu", "trainer gpt2 ddp 2gpu", "minimal_gpt2 2gpu ddp"]
+    first += ["trainer qwen1.5b fsdp2 2gpu", "trainer qwen1.5b zero3 2gpu"]
+    first += [f"trainer gpt2 ddp 1gpu gb{gb}", f"trainer gpt2 ddp 2gpu gb{gb}"]
+    return sorted(runs, key=lambda r: first.index(r.name) if r.name in first else len(first))
 
 
 def selected(a: argparse.Namespace, run: Run) -> bool:
