@@ -427,11 +427,14 @@ def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- table
 
 
-def table(rows: list[dict[str, Any]]) -> str:
+def table(rows: list[dict[str, Any]], markdown: bool = False) -> str:
     by = {r["name"]: r for r in rows}
     strong = by.get("minimal_gpt2 1gpu", {}).get("tokens_per_s_per_gpu")
     head = f"{'run':42} {'gpus':>4} {'tok/s/GPU':>10} {'MFU':>6} {'vs strong':>9} {'scaling':>8} {'rc':>4}"
     lines = [head]
+    if markdown:
+        lines = ["| run | GPUs | tokens/s per GPU | MFU | vs strong baseline | 1->2 GPU scaling | peak GiB |"]
+        lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         tps = r.get("tokens_per_s_per_gpu")
         vs = f"{tps / strong:.3f}x" if tps and strong and "gpt2" in r["name"] else ""
@@ -439,6 +442,10 @@ def table(rows: list[dict[str, Any]]) -> str:
         sc = f"{100 * tps / base:.1f}%" if tps and base else ""
         t = f"{tps:,.0f}" if tps else "-"
         m = f"{100 * r['mfu']:.1f}%" if r.get("mfu") else "-"
+        if markdown:
+            mem = f"{r['peak_mem_gib']:.1f}" if r.get("peak_mem_gib") else ""
+            lines.append(f"| {r['name']} | {r['gpus']} | {t} | {m} | {vs} | {sc} | {mem} |")
+            continue
         lines.append(f"{r['name']:42} {r['gpus']:>4} {t:>10} {m:>6} {vs:>9} {sc:>8} {r.get('rc', ''):>4}")
     return "\n".join(lines)
 
@@ -473,6 +480,7 @@ def main() -> None:
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--budget", type=int, default=0, help="seconds for the whole script; later runs are cut")
     ap.add_argument("--merge", nargs="+", help="results.json files: print one table (later files win)")
+    ap.add_argument("--markdown", action="store_true", help="with --merge: a Markdown table")
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--scratch", default=None)
     a = ap.parse_args()
@@ -481,7 +489,7 @@ def main() -> None:
         for f in a.merge:
             for r in json.loads(Path(f).read_text())["rows"]:
                 merged[r["name"]] = r
-        print(table(list(merged.values())))
+        print(table(list(merged.values()), markdown=a.markdown))
         return
     if a.tiny:
         a.seq, a.batch, a.steps, a.warmup, a.hf_steps, a.hf_warmup = 64, 2, 2, 1, 2, 1
