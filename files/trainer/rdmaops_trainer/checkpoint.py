@@ -89,6 +89,6 @@ def dcp_load(
 ) -> None:
     """Load into the current sharding, whatever world size wrote the checkpoint (DCP reshards)."""
     msd, osd = get_state_dict(model, optimizer)
-    state = {"model": msd, "optim": osd}
+    state: dict[str, Any] = {"model": msd, "optim": osd}
     dcp.load(state, checkpoint_id=str(path), process_group=group)
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])

@@ -182,7 +182,7 @@ def hf_config(recipe: Recipe) -> Any:
         base = AutoConfig.from_pretrained(m.path)
     else:
         try:
-            base = AutoConfig.for_model(m.model_type)
+            base = AutoConfig.for_model(str(m.model_type))
         except ValueError as exc:
             raise RecipeError(f"model.model_type: {m.model_type!r} is not known to transformers") from exc
     # catch typos: a key must be a constructor argument, an attribute, or one of the legacy keys the
@@ -218,7 +218,9 @@ def build_model(
     if vocab_size is not None and vocab_size > cfg.vocab_size:
         raise RecipeError(f"model: vocab_size {cfg.vocab_size} is smaller than the tokenizer's {vocab_size}")
     if m.init == "pretrained" and str(device) != "meta":
-        hf = AutoModelForCausalLM.from_pretrained(m.path, config=cfg, dtype=dtype, attn_implementation="sdpa")
+        hf = AutoModelForCausalLM.from_pretrained(
+            str(m.path), config=cfg, dtype=dtype, attn_implementation="sdpa"
+        )
     else:
         with torch.device(device):
             hf = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
@@ -229,7 +231,8 @@ def enable_gradient_checkpointing(model: nn.Module) -> None:
     if isinstance(model, GPT):
         model.gradient_checkpointing = True
     elif isinstance(model, HFCausalLM):
-        model.hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        hf: Any = model.hf
+        hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     else:
         raise TypeError(f"gradient checkpointing: unsupported model {type(model).__name__}")
 
@@ -252,8 +255,8 @@ def flops_per_token(model: nn.Module, seq_len: int) -> float:
     """Training FLOPs per token: 6 * (active, non-positional) params + attention (12 * L * d * T)."""
     if isinstance(model, GPT):
         c = model.config
-        n = count_params(model) - model.wpe.weight.numel()
-        return 6.0 * n + 12.0 * c.n_layer * c.n_embd * seq_len
+        n_gpt = count_params(model) - model.wpe.weight.numel()
+        return 6.0 * n_gpt + 12.0 * c.n_layer * c.n_embd * seq_len
     cfg = getattr(model, "config", None)
     n = float(count_params(model))
     if cfg is None:

@@ -83,8 +83,8 @@ def init_distributed(rt: Runtime) -> None:
             store = dist.HashStore()
             dist.init_process_group(rt.backend, store=store, rank=0, world_size=1)
         else:
-            kwargs = {"device_id": rt.device} if rt.is_cuda else {}
-            dist.init_process_group(rt.backend, rank=rt.rank, world_size=rt.world_size, **kwargs)
+            device_id = rt.device if rt.is_cuda else None
+            dist.init_process_group(rt.backend, rank=rt.rank, world_size=rt.world_size, device_id=device_id)
 
 
 def shutdown_distributed() -> None:

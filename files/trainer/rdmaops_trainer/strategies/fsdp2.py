@@ -39,19 +39,16 @@ class FSDP2Strategy(Strategy):
                 p.data = p.data.float()
         full_sd = (model.state_dict() if self.rt.rank == 0 else {}) if self._broadcast_init else None
         mesh = init_device_mesh(self.rt.device.type, (self.rt.world_size,))
-        mp = None
+        mp = MixedPrecisionPolicy()  # no casts: fp32 throughout
         if self.rt.compute_dtype != torch.float32:
             mp = MixedPrecisionPolicy(param_dtype=self.rt.compute_dtype, reduce_dtype=torch.float32)
         reshard = self.recipe.strategy.fsdp2.reshard_after_forward
-        kwargs = {"mesh": mesh, "reshard_after_forward": reshard}
-        if mp is not None:
-            kwargs["mp_policy"] = mp
         blocks = model.blocks()  # type: ignore[operator]
         for block in blocks:
             if self.recipe.train.compile:
                 block.compile()
-            fully_shard(block, **kwargs)
-        fully_shard(model, **kwargs)
+            fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp)
+        fully_shard(model, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp)
         if full_sd is not None:
             if any(p.is_meta for p in model.parameters()):
                 model.to_empty(device=self.rt.device)

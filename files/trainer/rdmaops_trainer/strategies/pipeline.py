@@ -65,7 +65,7 @@ class StageModule(nn.Module):
                 x = self.lm_head(self.ln_f(x))
         return x
 
-    def tied_weight(self) -> nn.Parameter | None:
+    def tied_weight(self) -> torch.Tensor | None:
         if self.has_embed:
             return self.wte.weight
         if self.has_head:
