@@ -68,7 +68,12 @@ class DataConfig:
 
 @dataclass
 class Fsdp2Options:
+    # False: blocks keep their gathered parameters from forward to backward (one all-gather less per
+    # micro-batch, one unsharded copy of the largest block set in memory)
     reshard_after_forward: bool = True
+    # keep parameters gathered across the micro-batches of a step, resharding after the last backward
+    # (skips the all-gathers of gradient accumulation; costs one unsharded copy of the model: small models)
+    unshard_during_accumulation: bool = False
 
 
 @dataclass

@@ -139,6 +139,8 @@ class HFCausalLM(nn.Module):
     def __init__(self, hf_model: nn.Module) -> None:
         super().__init__()
         self.hf = hf_model
+        # a strategy may swap in a compiled version
+        self.loss_fn: Any = lm_loss
 
     @property
     def config(self) -> Any:
@@ -155,7 +157,7 @@ class HFCausalLM(nn.Module):
         logits = self.hf(input_ids=input_ids, use_cache=False).logits
         if labels is None:
             return logits
-        return lm_loss(logits, labels)
+        return self.loss_fn(logits, labels)
 
 
 # --------------------------------------------------------------------------- construction

@@ -131,7 +131,8 @@ def test_fsdp2_resume_on_other_world_size(fsdp2_interrupted: Path, fsdp2_ref: Pa
 
 def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) -> None:
     """A transformers checkpoint on disk: rank 1 builds on the meta device and receives rank 0's weights;
-    the first loss equals a single-process forward of the same model on the same step-0 batch."""
+    the first loss equals a single-process forward of the same model on the same step-0 batch, and
+    training goes on with the gathered parameters kept across the 3 micro-batches of each step."""
     import torch
     from rdmaops_trainer.config import load_recipe
     from rdmaops_trainer.data import StepSampler, load_datasets
@@ -154,6 +155,8 @@ def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) ->
     AutoModelForCausalLM.from_config(cfg).save_pretrained(model_dir)
     out = runs / "hf-fsdp2"
     sets = ["model.kind=hf", "model.init=pretrained", f"model.path={model_dir}", "model.config={}"]
+    # and the FSDP2 communication options (gathered parameters kept across micro-batches): same arithmetic
+    sets += ["strategy.fsdp2.reshard_after_forward=false", "strategy.fsdp2.unshard_during_accumulation=true"]
     args = tiny_args(out, 2, "strategy.name=fsdp2", *sets)
     run_trainer(2, *args)
     recipe = load_recipe("tiny", [a for a in args if "=" in a])

@@ -17,6 +17,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
 from ..checkpoint import dcp_load, dcp_save
+from ..models import lm_loss
 from .base import Batch, Strategy
 
 
@@ -44,6 +45,7 @@ class FSDP2Strategy(Strategy):
             mp = MixedPrecisionPolicy(param_dtype=self.rt.compute_dtype, reduce_dtype=torch.float32)
         reshard = self.recipe.strategy.fsdp2.reshard_after_forward
         blocks = model.blocks()  # type: ignore[operator]
+        self.blocks = blocks
         for block in blocks:
             if self.recipe.train.compile:
                 block.compile()
@@ -57,6 +59,9 @@ class FSDP2Strategy(Strategy):
             # non-persistent buffers (rotary inv_freq) are not in the state dict
             for buf in model.buffers():
                 dist.broadcast(buf, src=0)
+        if self.recipe.train.compile and hasattr(model, "loss_fn"):
+            # fuses the fp32 upcast into log-softmax: no fp32 copy of the (batch x seq x vocab) logits
+            model.loss_fn = torch.compile(lm_loss)
         self.model = model
         self.optimizer = self.build_optimizer(model.named_parameters())
 
@@ -65,6 +70,11 @@ class FSDP2Strategy(Strategy):
         model = self.module()
         # skip the reduce-scatter on all but the last micro-batch (gradients accumulate unsharded)
         model.set_requires_gradient_sync(sync)  # type: ignore[operator]
+        opts = self.recipe.strategy.fsdp2
+        if opts.unshard_during_accumulation:
+            for block in self.blocks:
+                block.set_reshard_after_forward(opts.reshard_after_forward if sync else False)  # type: ignore[operator]
+            model.set_reshard_after_backward(sync)  # type: ignore[operator]
         loss = model(b["input_ids"], b["labels"])
         (loss * loss_scale).backward()
         return loss.detach()
