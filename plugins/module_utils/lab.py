@@ -853,6 +853,11 @@ def teardown(host: Host, keep: list[str] | None, infra_units: tuple[str, ...], t
         host.remove_cgroups()
         host.remove_tree(host.instance_dir)
         host.remove_tree(host.instance_run_dir)
+        # Shared parents go with the last instance (rmdir fails while another instance has entries).
+        if not host.check_mode:
+            for parent in [os.path.dirname(d) for d in host.cgroup_dirs()] + [host.run_dir]:
+                with contextlib.suppress(OSError):
+                    os.rmdir(parent)
         return sorted(ns[len(lab) + 1 :] for ns in own_ns)
     nodes = {ns[len(lab) + 1 :] for ns in own_ns}
     for top in host.cgroup_dirs():
