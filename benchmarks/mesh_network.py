@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Time site.yml on a fresh lab: the cold run and the idempotent re-run, for several node counts.
 
 For each node count: build a lab instance from scratch (playbooks/lab.yml), run site.yml
@@ -6,7 +5,7 @@ For each node count: build a lab instance from scratch (playbooks/lab.yml), run 
 node count with the whole site.yml and its mesh_network play separately (per-play times
 from the json callback). Needs root and the lab's host packages, like `make lab-up`.
 
-    benchmarks/mesh_network.py --nodes 3 8
+    .venv/bin/python benchmarks/mesh_network.py --nodes 3 8
 """
 
 from __future__ import annotations

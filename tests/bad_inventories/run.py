@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Prove that bad inventories fail before anything on a node changes.
 
 For each case in cases.yml: copy a working (lab) inventory, apply the case's edits, run
@@ -6,7 +5,7 @@ site.yml, and require a failure whose output names the bad value, raised before 
 that changes a node. A snapshot of every node's netplan and networkd files (checksums and
 mtimes), addresses and routes is taken before and after all cases and must be identical.
 
-    tests/bad_inventories/run.py --inventory inventories/mol
+    .venv/bin/python tests/bad_inventories/run.py --inventory inventories/mol
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
-#!/usr/bin/env python3
 """Appending a node must not renumber the running ones.
 
 Records the data-network addresses of every node of a converged lab instance, grows the
 instance (playbooks/lab.yml with a larger lab_nodes), re-runs site.yml, records again and
 requires every address the existing nodes had to be still there, on the same interface.
 
-    tests/mesh_append/run.py --inventory inventories/mol --nodes 4
+    .venv/bin/python tests/mesh_append/run.py --inventory inventories/mol --nodes 4
 """
 
 from __future__ import annotations
