@@ -20,6 +20,22 @@ if str(TRAINER_DIR) not in sys.path:
     sys.path.insert(0, str(TRAINER_DIR))
 
 
+def _import_dynamo_with_builtin_intern() -> None:
+    """ansible-core's module_utils, imported by the collection's other tests in the same pytest process,
+    replace ``sys.intern`` with a callable object; ``torch._dynamo`` (imported by transformers) then refuses
+    to load ("substitute_in_graph expects a function"). Import it now (this conftest may load before or after
+    that patch) with the builtin in place."""
+    patched = sys.intern
+    sys.intern = getattr(patched, "unpatched_implementation", patched)
+    try:
+        import torch._dynamo  # noqa: F401
+    finally:
+        sys.intern = patched
+
+
+_import_dynamo_with_builtin_intern()
+
+
 def trainer_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(TRAINER_DIR), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
