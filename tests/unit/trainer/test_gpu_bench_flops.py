@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu"
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"
 
 
 def _load(name: str):  # type: ignore[no-untyped-def]
