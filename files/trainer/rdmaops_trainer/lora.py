@@ -42,9 +42,11 @@ def base_module(model: nn.Module) -> nn.Module:
 
     from .models import HFCausalLM
 
-    while isinstance(model, DistributedDataParallel) or hasattr(model, "_orig_mod"):
-        model = model.module if isinstance(model, DistributedDataParallel) else model._orig_mod
-    return model.hf if isinstance(model, HFCausalLM) else model
+    inner: Any = model
+    while isinstance(inner, DistributedDataParallel) or hasattr(inner, "_orig_mod"):
+        inner = inner.module if isinstance(inner, DistributedDataParallel) else inner._orig_mod
+    found: nn.Module = inner.hf if isinstance(inner, HFCausalLM) else inner
+    return found
 
 
 def _matches(name: str, target: str) -> bool:
