@@ -56,6 +56,8 @@ def save_checkpoint(strategy: Any, root: Path, step: int, meta: dict[str, Any], 
             shutil.rmtree(path)
         path.mkdir(parents=True)
     _barrier()
+    # every node needs the directory (a no-op where output_dir is shared, as it should be)
+    path.mkdir(parents=True, exist_ok=True)
     strategy.save(path)
     _barrier()
     if rank0:
