@@ -166,7 +166,7 @@ print(json.dumps(info))
 
 
 def check_env(a: argparse.Namespace, results: dict[str, Any]) -> None:
-    rc, out, _ = run_cmd("env", [sys.executable, "-c", ENV_CODE], 120, child_env(1, a.device))
+    rc, out, _ = run_cmd("env", [sys.executable, "-c", ENV_CODE], 120, child_env(a.gpus, a.device))
     results["env"] = last_json(out) or {"rc": rc}
     if a.device == "cuda" and shutil.which("nvidia-smi"):
         _rc, out, _ = run_cmd("topo", ["nvidia-smi", "topo", "-m"], 60, child_env(2, a.device))
