@@ -86,7 +86,12 @@ def mesh_reachability_table(results: Mapping[str, Any], hosts: Any) -> str:
 def mesh_port_errors(
     host: str, hosts: Any, topology: str, ports: Any, fabric_port: Any, interfaces: Mapping[str, str]
 ) -> list[str]:
-    return ma.port_errors(host, ma.check_hosts(hosts), topology, ports, fabric_port, dict(interfaces))
+    try:
+        names = ma.check_hosts(hosts)
+    except ma.MeshAddressingError as exc:
+        # Reported as a message, like the port problems: validate.yml collects every message in one list.
+        return [str(exc)]
+    return ma.port_errors(host, names, topology, ports, fabric_port, dict(interfaces))
 
 
 @_filter_errors

@@ -44,6 +44,12 @@ def test_filter_errors(name: str, args: tuple[object, ...], needle: str) -> None
     assert needle in str(info.value)
 
 
+def test_port_errors_reports_a_bad_host_list_instead_of_raising() -> None:
+    # validate.yml adds this list to the others; an exception would hide every message.
+    errs = FILTERS["mesh_port_errors"]("a", ["a", "b", "a"], "mesh", {"b": "eth1"}, "", {"eth1": ""})
+    assert errs == ["duplicate host 'a' in the host list"]
+
+
 def test_filter_resolves_through_ansible() -> None:
     """The FQCN resolves from the repo root with the committed ansible.cfg (no collection install)."""
     env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOCALHOST_WARNING": "False"}
