@@ -498,7 +498,8 @@ class Host:
             raise LabError(f"refusing to delete {path}: mounts remain under it: {self.mounts(path)}")
         self.change(f"remove {path}")
         if not self.check_mode:
-            shutil.rmtree(path)
+            # A file that vanished meanwhile (a concurrent teardown, a node's last writes) is already gone.
+            shutil.rmtree(path, onerror=_ignore_missing)
 
     def remove_cgroups(self, unit: str | None = None) -> None:
         for top in self.cgroup_dirs(unit):
@@ -546,6 +547,11 @@ def _read_pids(path: str) -> set[int]:
             return {int(x) for x in fh.read().split()}
     except OSError:
         return set()
+
+
+def _ignore_missing(func: Callable[..., object], path: str, exc_info: tuple) -> None:
+    if not isinstance(exc_info[1], FileNotFoundError):
+        raise exc_info[1]
 
 
 def _cmdline(pid: int) -> list[str]:
