@@ -117,6 +117,20 @@ def main() -> int:
         ],
         f"growing lab {lab} to {args.nodes} nodes",
     )
+    # The lab may restart nodes while it rewires them: wait for every node's sshd first.
+    run(
+        [
+            tool("ansible"),
+            "all",
+            "-i",
+            str(inventory),
+            "-m",
+            "ansible.builtin.wait_for_connection",
+            "-a",
+            "timeout=180",
+        ],
+        "waiting for the nodes",
+    )
     site = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "site.yml")], "site.yml")
     after = data_addresses(inventory, mgmt)
 
