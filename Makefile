@@ -11,7 +11,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB_NODES ?= 3
 LAB_TOPOLOGY ?= mesh
 
-.PHONY: help venv deps unit lint sanity build-check molecule test demo lab-up lab-down clean
+.PHONY: help venv deps unit lint sanity build-check molecule test demo lab-up lab-down lab-test clean
 
 help:
 	@echo "make demo      build the local virtual cluster (root) and provision it with site.yml"
@@ -19,6 +19,7 @@ help:
 	@echo "make unit      unit tests only (no root)"
 	@echo "make lab-up    LAB_NODES=3 LAB_TOPOLOGY=mesh|switched: build the lab"
 	@echo "make lab-down  tear the lab down (also after a crash)"
+	@echo "make lab-test  behaviour checks of the lab itself (root, ~10 min)"
 
 $(VENV)/.stamp: requirements.txt
 	$(PY) -m venv $(VENV)
@@ -83,6 +84,10 @@ test: deps venv lint unit sanity build-check molecule
 
 lab-up: venv deps
 	$(BIN)/ansible-playbook playbooks/lab.yml -e lab_state=present -e lab_nodes=$(LAB_NODES) -e lab_topology=$(LAB_TOPOLOGY)
+
+# Root-only behaviour checks of the lab itself (bad input, growth, crash recovery, teardown): ~10 min.
+lab-test: venv deps
+	bash tests/lab/lab_behaviour.sh
 
 lab-down: venv
 	$(BIN)/ansible-playbook playbooks/lab.yml -e lab_state=absent
