@@ -50,17 +50,8 @@ options:
     description: MTU of the host side of a switched fabric (bridge and host veth ends), so jumbo frames pass.
     type: int
     default: 9000
-attributes:
-  check_mode:
-    description: Reports what would change without changing it.
-    support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
-  platform:
-    description: Linux hosts with iproute2, overlayfs, cgroups and systemd-nspawn.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.lab
 requirements:
   - iproute2 with JSON output (C(ip -j)); run as root.
 """

@@ -61,17 +61,8 @@ options:
     description: Generate missing SSH host keys in the node's C(/etc/ssh) (C(ssh-keygen -A)).
     type: bool
     default: false
-attributes:
-  check_mode:
-    description: Reports what would change without changing it.
-    support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
-  platform:
-    description: Linux hosts with overlayfs.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.lab
 """
 
 EXAMPLES = r"""

@@ -49,17 +49,8 @@ options:
     description: Seconds to wait for an orderly stop before SIGKILL.
     type: int
     default: 30
-attributes:
-  check_mode:
-    description: Reports what would change without changing it.
-    support: full
-  diff_mode:
-    description: No diff is returned.
-    support: none
-  platform:
-    description: Linux hosts with iproute2, overlayfs, cgroups and systemd-nspawn.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.lab
 """
 
 EXAMPLES = r"""
