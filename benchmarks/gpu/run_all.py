@@ -290,9 +290,11 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         qs.append("train.precision=auto")  # ZeRO-3 bf16 needs CUDA
     qfpt = gpt_flops_per_token(qwen2_matmul_params(**q), q["layers"], q["d"], a.qwen_seq)
     fsdp2 = [*qs, "strategy.name=fsdp2", "train.compile=true", *a.qwen_set]  # per-block torch.compile
-    # the zero3 strategy runs eager; a 200M-element prefetch bucket (DeepSpeed's default 5e7 is about one
-    # Qwen layer) measured 33.6% MFU against 16% in the first runs
-    zero3 = [*qs, "strategy.name=zero3", "strategy.zero3.prefetch_bucket_size=200000000", *a.qwen_set]
+    # ZeRO-3 with every decoder layer as one ZeRO-3 unit (leaf_blocks, the default) and each layer's forward
+    # compiled, like the FSDP2 row; a 200M-element prefetch bucket (about 4 Qwen layers; DeepSpeed's default
+    # 5e7 is about one) measured 33.6% MFU against 16% in the first (eager, per-Linear) runs
+    z3eager = [*qs, "strategy.name=zero3", "strategy.zero3.prefetch_bucket_size=200000000"]
+    zero3 = [*z3eager, "train.compile=true", *a.qwen_set]
     runs.append(trainer_run(a, "trainer qwen1.5b fsdp2 2gpu", "qwen1_5b", 2, fsdp2, qfpt, fallback=fb))
     runs.append(trainer_run(a, "trainer qwen1.5b zero3 2gpu", "qwen1_5b", 2, zero3, qfpt, fallback=fb))
     eager = [*qs, "strategy.name=fsdp2", "train.compile=false", *a.qwen_set]
@@ -304,6 +306,14 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         )
         r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]
         runs.append(r)
+    z3exp = {
+        "eager": [*z3eager, "train.compile=false"],
+        "eager per-linear": [*z3eager, "train.compile=false", "strategy.zero3.leaf_blocks=false"],
+        "micro16": [*zero3, "train.micro_batch_size=16", f"train.global_batch_size={16 * 2 * a.qwen_accum}"],
+        "persist1e6": [*zero3, "strategy.zero3.param_persistence_threshold=1000000"],
+    }
+    for label, sets in z3exp.items():
+        runs.append(trainer_run(a, f"exp trainer qwen1.5b zero3 2gpu {label}", "qwen1_5b", 2, sets, qfpt))
     for pf in (50_000_000, 500_000_000):
         sets = [*zero3, f"strategy.zero3.prefetch_bucket_size={pf}"]
         runs.append(
@@ -335,6 +345,33 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         ),
         trainer_run(
             a,
+            f"exp trainer gpt2 ddp 2gpu gb{gb} no-optimize-ddp",
+            "gpt2",
+            2,
+            [*g, *st_acc, f"train.global_batch_size={gb}", "strategy.ddp.optimize_ddp=false"],
+            fpt,
+            pair=f"trainer gpt2 ddp 1gpu gb{gb}",
+        ),
+        trainer_run(
+            a,
+            f"exp trainer gpt2 ddp 1gpu gb{gb} micro64",
+            "gpt2",
+            1,
+            [*g, *st_acc, f"train.global_batch_size={gb}", "train.micro_batch_size=64"],
+            fpt,
+        ),
+        trainer_run(
+            a,
+            f"exp trainer gpt2 ddp 2gpu gb{gb} micro64 no-optimize-ddp",
+            "gpt2",
+            2,
+            [*g, *st_acc, f"train.global_batch_size={gb}", "train.micro_batch_size=64"]
+            + ["strategy.ddp.optimize_ddp=false"],
+            fpt,
+            pair=f"exp trainer gpt2 ddp 1gpu gb{gb} micro64",
+        ),
+        trainer_run(
+            a,
             "exp trainer gpt2 ddp 2gpu bucket200",
             "gpt2",
             2,
@@ -355,7 +392,12 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
 def selected(a: argparse.Namespace, run: Run) -> bool:
     if not a.only:
         return not run.name.startswith("exp ")
-    return any(s in run.name for s in a.only.split(","))
+    return any(_match(k, run.name) for k in a.only.split(","))
+
+
+def _match(key: str, name: str) -> bool:
+    """An --only entry: a substring of row names, or "=name" for exactly that row."""
+    return name == key[1:] if key.startswith("=") else key in name
 
 
 # --------------------------------------------------------------------------- the project's trainer
@@ -476,7 +518,7 @@ def main() -> None:
     ap.add_argument("--qwen-log-every", type=int, default=5)
     ap.add_argument("--qwen-set", action="append", default=[], help="extra --set for both qwen runs")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
-    ap.add_argument("--only", default="", help="comma-separated substrings of row names")
+    ap.add_argument("--only", default="", help="comma-separated substrings of row names (=NAME: exactly that row), run in that order")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--budget", type=int, default=0, help="seconds for the whole script; later runs are cut")
     ap.add_argument("--merge", nargs="+", help="results.json files: print one table (later files win)")
@@ -516,6 +558,9 @@ def main() -> None:
     if not a.no_env:
         check_env(a, results)
     runs = build_runs(a)
+    if a.only:  # in the order --only names them: the most wanted first, in case the budget runs out
+        keys = a.only.split(",")
+        runs.sort(key=lambda r: next((i for i, k in enumerate(keys) if _match(k, r.name)), len(keys)))
     for run in runs:
         if selected(a, run):
             execute(a, run, results)

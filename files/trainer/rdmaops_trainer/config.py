@@ -80,6 +80,11 @@ class Fsdp2Options:
 class DdpOptions:
     bucket_cap_mb: int = 25
     gradient_as_bucket_view: bool = True
+    # With train.compile: split the compiled graph at the gradient bucket boundaries so each bucket's
+    # all-reduce overlaps the rest of the backward (torch._dynamo.config.optimize_ddp). false: one graph per
+    # forward/backward (better fusion) and the all-reduce after the backward; pays off when several
+    # micro-batches share one all-reduce or the GPUs share NVLink.
+    optimize_ddp: bool = True
 
 
 @dataclass
@@ -103,6 +108,10 @@ class Zero3Options:
     max_reuse_distance: int = 1_000_000_000
     # write the 16-bit consolidated weights on save (slow for big models).
     gather_16bit_weights_on_model_save: bool = False
+    # treat every transformer block as one ZeRO-3 unit (DeepSpeed "leaf module"): one hook pair and one
+    # coalesced all-gather per block instead of per Linear/norm, as FSDP2 shards per block. Needed for
+    # train.compile (a block's forward is compiled whole, DeepSpeed's hooks stay outside the graph).
+    leaf_blocks: bool = True
 
 
 @dataclass

@@ -30,7 +30,9 @@ class DDPStrategy(Strategy):
         else:
             self.model = self.raw
         self.optimizer = self.build_optimizer(self.raw.named_parameters())
-        # compile the wrapped module: DDPOptimizer splits the graph at bucket boundaries to keep overlap
+        # compile the wrapped module: DDPOptimizer splits the graph at bucket boundaries to keep overlap,
+        # unless the recipe trades that overlap for one unsplit graph
+        torch._dynamo.config.optimize_ddp = opts.optimize_ddp
         self.forward: Any = torch.compile(self.model) if self.recipe.train.compile else self.model
 
     def forward_backward(self, batch: Batch, loss_scale: float, sync: bool) -> torch.Tensor:

@@ -26,6 +26,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..config import Recipe, RecipeError
+from ..models import lm_loss
 from ..runtime import Runtime
 from .base import Batch, Strategy
 
@@ -158,6 +159,7 @@ class Zero3Strategy(Strategy):
 
         if self.rt.is_cuda:
             model = model.to(self.rt.device)
+        self._blockwise(model)
         if self.recipe.strategy.zero3.offload_optimizer:
             optimizer = self._cpu_adam(model)
         else:
@@ -172,6 +174,34 @@ class Zero3Strategy(Strategy):
         self.engine = engine
         self.model = engine
         self.optimizer = ds_optimizer
+
+    def _blockwise(self, model: nn.Module) -> None:
+        """Blocks as ZeRO-3 units and, with ``train.compile``, compiled blocks and loss.
+
+        A leaf block gets DeepSpeed's hooks on the block only: its parameters are fetched with one coalesced
+        all-gather before its forward (and again before its backward) and released after, instead of one
+        hook pair and one small all-gather per Linear and norm. Compiling then covers the block's ``forward``
+        (not ``_call_impl``): DeepSpeed's hooks run eagerly around the compiled graph, which sees plain, fully
+        gathered parameters, so there are no graph breaks inside a block.
+        """
+        z, t = self.recipe.strategy.zero3, self.recipe.train
+        blocks = model.blocks() if hasattr(model, "blocks") else []
+        if t.compile and not z.leaf_blocks:
+            raise RecipeError(
+                "train.compile: true with strategy zero3 needs strategy.zero3.leaf_blocks: true (DeepSpeed's "
+                "per-submodule hooks would break the compiled graph at every Linear)"
+            )
+        if z.leaf_blocks:
+            from deepspeed.utils import set_z3_leaf_module
+
+            for block in blocks:
+                set_z3_leaf_module(block, True)
+        if t.compile:
+            for block in blocks:
+                block.forward = torch.compile(block.forward)  # type: ignore[method-assign]
+            if hasattr(model, "loss_fn"):
+                # fuses the fp32 upcast into log-softmax: no fp32 copy of the (batch x seq x vocab) logits
+                model.loss_fn = torch.compile(lm_loss)
 
     def _cpu_adam(self, model: nn.Module) -> torch.optim.Optimizer:
         """With the optimizer offloaded its step runs on the CPU: DeepSpeed's AVX CPU Adam (JIT-built)."""
