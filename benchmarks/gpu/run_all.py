@@ -365,8 +365,13 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
             f"exp trainer gpt2 ddp 2gpu gb{gb} micro64 no-optimize-ddp",
             "gpt2",
             2,
-            [*g, *st_acc, f"train.global_batch_size={gb}", "train.micro_batch_size=64"]
-            + ["strategy.ddp.optimize_ddp=false"],
+            [
+                *g,
+                *st_acc,
+                f"train.global_batch_size={gb}",
+                "train.micro_batch_size=64",
+                "strategy.ddp.optimize_ddp=false",
+            ],
             fpt,
             pair=f"exp trainer gpt2 ddp 1gpu gb{gb} micro64",
         ),
@@ -518,7 +523,8 @@ def main() -> None:
     ap.add_argument("--qwen-log-every", type=int, default=5)
     ap.add_argument("--qwen-set", action="append", default=[], help="extra --set for both qwen runs")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
-    ap.add_argument("--only", default="", help="comma-separated substrings of row names (=NAME: exactly that row), run in that order")
+    only_help = "comma-separated substrings of row names (=NAME: exactly that row), run in that order"
+    ap.add_argument("--only", default="", help=only_help)
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--budget", type=int, default=0, help="seconds for the whole script; later runs are cut")
     ap.add_argument("--merge", nargs="+", help="results.json files: print one table (later files win)")
