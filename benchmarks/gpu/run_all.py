@@ -238,14 +238,19 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         Run("hf_trainer 1gpu bf16", [py, *hf], 1, fpt),
         Run("hf_trainer 1gpu bf16+compile", [py, *hf, "--compile"], 1, fpt),
     ]
-    g = ["data.kind=synthetic", "tokenizer.kind=byte", f"data.seq_len={seq}", f"train.micro_batch_size={mb}"]
-    g += ["train.warmup_steps=2"]
+    g = ["data.kind=synthetic", "tokenizer.kind=byte", f"data.seq_len={seq}", "train.warmup_steps=2"]
     if tiny:
         g += ["model.config.n_layer=2", "model.config.n_embd=64", "model.config.n_head=4"]
         g += [f"model.config.block_size={seq}"]
-    st = [f"train.steps={a.trainer_steps}"]
-    # about 0.5-1 s per step: a log (and sync) every 2 steps costs nothing measurable
-    st_acc = [f"train.steps={a.acc_trainer_steps}", "train.log_every=2"]
+    # the baseline's micro-batch, one micro-batch per optimizer step and GPU
+    st = [f"train.steps={a.trainer_steps}", f"train.micro_batch_size={mb}"]
+    # the recipe's own batch and micro-batch (gradient accumulation); about 0.5-1 s per step: a log (and
+    # sync) every 2 steps costs nothing measurable
+    st_acc = [
+        f"train.steps={a.acc_trainer_steps}",
+        "train.log_every=2",
+        f"train.micro_batch_size={a.recipe_micro}",
+    ]
     runs += [
         trainer_run(a, "trainer gpt2 ddp 1gpu", "gpt2", 1, [*g, *st, f"train.global_batch_size={mb}"], fpt),
         trainer_run(
@@ -309,7 +314,11 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     z3exp = {
         "eager": [*z3eager, "train.compile=false"],
         "eager per-linear": [*z3eager, "train.compile=false", "strategy.zero3.leaf_blocks=false"],
-        "micro16": [*zero3, "train.micro_batch_size=16", f"train.global_batch_size={16 * 2 * a.qwen_accum}"],
+        "micro8": [
+            *zero3,
+            "train.micro_batch_size=8",
+            f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}",
+        ],
         "persist1e6": [*zero3, "strategy.zero3.param_persistence_threshold=1000000"],
     }
     for label, sets in z3exp.items():
@@ -345,36 +354,29 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         ),
         trainer_run(
             a,
-            f"exp trainer gpt2 ddp 2gpu gb{gb} no-optimize-ddp",
+            f"exp trainer gpt2 ddp 2gpu gb{gb} optimize-ddp",
             "gpt2",
             2,
-            [*g, *st_acc, f"train.global_batch_size={gb}", "strategy.ddp.optimize_ddp=false"],
+            [*g, *st_acc, f"train.global_batch_size={gb}", "strategy.ddp.optimize_ddp=true"],
             fpt,
             pair=f"trainer gpt2 ddp 1gpu gb{gb}",
         ),
-        trainer_run(
-            a,
-            f"exp trainer gpt2 ddp 1gpu gb{gb} micro64",
-            "gpt2",
-            1,
-            [*g, *st_acc, f"train.global_batch_size={gb}", "train.micro_batch_size=64"],
-            fpt,
-        ),
-        trainer_run(
-            a,
-            f"exp trainer gpt2 ddp 2gpu gb{gb} micro64 no-optimize-ddp",
-            "gpt2",
-            2,
-            [
-                *g,
-                *st_acc,
-                f"train.global_batch_size={gb}",
-                "train.micro_batch_size=64",
-                "strategy.ddp.optimize_ddp=false",
-            ],
-            fpt,
-            pair=f"exp trainer gpt2 ddp 1gpu gb{gb} micro64",
-        ),
+    ]
+    for label, extra in (("", []), (" optimize-ddp", ["strategy.ddp.optimize_ddp=true"])):
+        runs.append(
+            trainer_run(
+                a,
+                f"exp trainer gpt2 ddp 2gpu gb{gb} micro{mb}{label}",
+                "gpt2",
+                2,
+                [*g, *st_acc, f"train.global_batch_size={gb}", f"train.micro_batch_size={mb}", *extra],
+                fpt,
+                pair=f"exp trainer gpt2 ddp 1gpu gb{gb} micro{mb}",
+            )
+        )
+    micro_sets = [*g, *st_acc, f"train.global_batch_size={gb}", f"train.micro_batch_size={mb}"]
+    runs += [
+        trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro{mb}", "gpt2", 1, micro_sets, fpt),
         trainer_run(
             a,
             "exp trainer gpt2 ddp 2gpu bucket200",
@@ -516,9 +518,10 @@ def main() -> None:
     ap.add_argument("--trainer-log-every", type=int, default=10, help="the trainer syncs at log points")
     ap.add_argument("--trainer-skip", type=int, default=10, help="steps left out of the trainer's rate")
     ap.add_argument("--recipe-global-batch", type=int, default=512)
+    ap.add_argument("--recipe-micro", type=int, default=64, help="micro-batch of the gb rows (the recipe's)")
     ap.add_argument("--qwen-seq", type=int, default=2048)
-    ap.add_argument("--qwen-micro", type=int, default=8)
-    ap.add_argument("--qwen-accum", type=int, default=2, help="micro-batches per GPU per optimizer step")
+    ap.add_argument("--qwen-micro", type=int, default=16)
+    ap.add_argument("--qwen-accum", type=int, default=1, help="micro-batches per GPU per optimizer step")
     ap.add_argument("--qwen-steps", type=int, default=25)
     ap.add_argument("--qwen-log-every", type=int, default=5)
     ap.add_argument("--qwen-set", action="append", default=[], help="extra --set for both qwen runs")
@@ -544,6 +547,7 @@ def main() -> None:
         a.trainer_steps, a.trainer_skip, a.qwen_seq, a.qwen_micro = 3, 1, 32, 2
         a.qwen_steps, a.qwen_log_every = 3, 1
         a.acc_steps, a.acc_trainer_steps, a.recipe_global_batch, a.trainer_log_every = 1, 2, 8, 1
+        a.recipe_micro = 2
     if a.list:
         scratch = tempfile.mkdtemp()
         a.scratch = scratch

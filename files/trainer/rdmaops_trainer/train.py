@@ -86,7 +86,8 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
         device=str(rt.device.type),
         dtype=str(rt.compute_dtype).replace("torch.", ""),
         params=n_params,
-        trainable_params=sum(p.numel() for p in strategy.trainable_parameters()),
+        # a ZeRO-3 parameter is an empty placeholder outside its gather; ds_numel is its full size
+        trainable_params=sum(getattr(p, "ds_numel", p.numel()) for p in strategy.trainable_parameters()),
         flops_per_token=fpt,
         train_blocks=len(train_data),
         eval_blocks=len(eval_data),

@@ -51,6 +51,11 @@ def ds_config(recipe: Recipe, dp_size: int, cuda: bool) -> dict[str, Any]:
         raise RecipeError(
             f"strategy.zero3.param_persistence_threshold: {z.param_persistence_threshold!r} must be >= 0"
         )
+    if t.compile and not z.leaf_blocks:
+        raise RecipeError(
+            "train.compile: true with strategy zero3 needs strategy.zero3.leaf_blocks: true (DeepSpeed's "
+            "per-submodule hooks would break the compiled graph at every Linear)"
+        )
     precision = t.precision if t.precision != "auto" else ("bf16" if cuda else "fp32")
     if precision == "bf16" and not cuda:
         # DeepSpeed's CPU accelerator has no bf16 ZeRO-3 path worth testing; fp32 is what the CPU recipes use.
@@ -186,16 +191,20 @@ class Zero3Strategy(Strategy):
         """
         z, t = self.recipe.strategy.zero3, self.recipe.train
         blocks = model.blocks() if hasattr(model, "blocks") else []
-        if t.compile and not z.leaf_blocks:
-            raise RecipeError(
-                "train.compile: true with strategy zero3 needs strategy.zero3.leaf_blocks: true (DeepSpeed's "
-                "per-submodule hooks would break the compiled graph at every Linear)"
-            )
         if z.leaf_blocks:
             from deepspeed.utils import set_z3_leaf_module
 
             for block in blocks:
                 set_z3_leaf_module(block, True)
+            largest = max((sum(p.numel() for p in b.parameters()) for b in blocks), default=0)
+            if self.rt.is_main and z.prefetch_bucket_size < largest:
+                # the prefetch queue fills up to the bucket: smaller than a block, the next block's parameters
+                # are only partly gathered ahead and the rest waits for its forward (exposed communication)
+                print(
+                    f"zero3: strategy.zero3.prefetch_bucket_size {z.prefetch_bucket_size} is smaller than "
+                    f"one block ({largest} parameters): only part of the next block is prefetched",
+                    flush=True,
+                )
         if t.compile:
             for block in blocks:
                 block.forward = torch.compile(block.forward)  # type: ignore[method-assign]
