@@ -63,6 +63,7 @@ class Run:
     pair: str = ""  # the 1-GPU row this row's scaling is measured against
     info: dict[str, Any] = field(default_factory=dict)
     fallback: Run | None = None  # run instead when this one fails (e.g. out of memory)
+    env: dict[str, str] = field(default_factory=dict)  # extra environment of this row's processes
 
 
 def child_env(gpus: int, device: str) -> dict[str, str]:
@@ -375,6 +376,17 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
             )
         )
     micro_sets = [*g, *st_acc, f"train.global_batch_size={gb}", f"train.micro_batch_size={mb}"]
+    # inductor's coordinate-descent tuning of the generated kernels' launch parameters (longer compile)
+    cdt = {"TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}
+    gb_sets = [*g, *st_acc, f"train.global_batch_size={gb}"]
+    for n in (1, 2):
+        r = trainer_run(a, f"exp trainer gpt2 ddp {n}gpu gb{gb} cdt", "gpt2", n, gb_sets, fpt)
+        r.env, r.pair = cdt, ("" if n == 1 else f"exp trainer gpt2 ddp 1gpu gb{gb} cdt")
+        runs.append(r)
+    # the strong baseline at the recipe's micro-batch (the trainer's gb rows use it)
+    mini_rm = [str(HERE / "minimal_gpt2.py"), "--batch", str(a.recipe_micro), *common[2:]]
+    mini_rm += ["--steps", str(a.steps), "--warmup", str(a.warmup)]
+    runs.append(Run(f"exp minimal_gpt2 1gpu micro{a.recipe_micro}", [py, *mini_rm], 1, fpt))
     runs += [
         trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro{mb}", "gpt2", 1, micro_sets, fpt),
         trainer_run(
@@ -438,12 +450,12 @@ def cleanup(run: Run) -> None:
 
 
 def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
-    rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, child_env(run.gpus, a.device))
+    rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, {**child_env(run.gpus, a.device), **run.env})
     if rc not in (0, 124, 125) and run.fallback is not None:
         log(f"===== {run.name}: failed (rc={rc}), running its fallback")
         cleanup(run)
         first_rc, run = rc, run.fallback
-        rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, child_env(run.gpus, a.device))
+        rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, {**child_env(run.gpus, a.device), **run.env})
         run.info["fallback_after_rc"] = first_rc
     elif run.fallback is not None:
         cleanup(run.fallback)
