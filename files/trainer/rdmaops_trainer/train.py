@@ -143,7 +143,14 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
             break
     final_step = step + 1 if steps_run else start_step
     exported = strategy.export(out / "export") if final_step == t.steps else None
-    logger.log("end", step=final_step, loss=last_loss, eval_loss=last_eval, export=str(exported or ""))
+    end: dict[str, Any] = {"step": final_step, "loss": last_loss, "eval_loss": last_eval}
+    if t.compile:
+        # how much of the model dynamo captured on this rank: graph breaks show up as extra graphs
+        from torch._dynamo.utils import counters
+
+        end["compiled_graphs"] = int(counters["stats"]["unique_graphs"])
+        end["graph_breaks"] = int(sum(counters["graph_break"].values()))
+    logger.log("end", **end, export=str(exported or ""))
     if logger.active:
         logger.close()
         if t.plot:

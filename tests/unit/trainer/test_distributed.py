@@ -95,6 +95,22 @@ def test_ddp_with_activation_checkpointing_trains_and_matches_fsdp2(runs: Path, 
     assert_close(eval_losses(out), eval_losses(fsdp2_ref), AGREE, range(4, 9, 4))
 
 
+def test_ddp_compiled_as_one_graph_matches_fsdp2(runs: Path, fsdp2_ref: Path) -> None:
+    """The gpt2 recipe's DDP mode: torch.compile of the DDP model with optimize_ddp false (one graph, the
+    all-reduce after the backward) trains the same as the eager FSDP2 reference."""
+    out = runs / "ddp-compiled"
+    sets = [
+        "strategy.name=ddp",
+        "train.eval_every=4",
+        "train.compile=true",
+        "strategy.ddp.optimize_ddp=false",
+    ]
+    run_trainer(2, *tiny_args(out, 2, *sets))
+    assert_close(losses(out), losses(fsdp2_ref), AGREE, range(1, 9))
+    assert_close(eval_losses(out), eval_losses(fsdp2_ref), AGREE, range(4, 9, 4))
+    assert records(out, "end")[0]["compiled_graphs"] >= 1
+
+
 def test_pipeline_trains_and_matches_unsplit_model(runs: Path, fsdp2_ref: Path) -> None:
     """2 stages x 1F1B with 3 micro-batches of 4 sequences vs the unsplit model (same init and data)."""
     out = runs / "pipeline"

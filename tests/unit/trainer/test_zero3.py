@@ -59,7 +59,7 @@ def test_ds_config_from_recipe() -> None:
     z = cfg["zero_optimization"]
     assert z["stage"] == 3 and z["overlap_comm"] is True
     assert z["reduce_bucket_size"] == 26214400
-    assert z["stage3_prefetch_bucket_size"] == 23592960
+    assert z["stage3_prefetch_bucket_size"] == 600000000
     assert z["stage3_param_persistence_threshold"] == 51200
     assert "offload_optimizer" not in z and "offload_param" not in z
     assert cfg["bf16"] == {"enabled": True}
@@ -82,6 +82,19 @@ def test_ds_config_rejects_bad_values() -> None:
         ds_config(bad, 3, cuda=False)
     with pytest.raises(RecipeError, match=r"not a multiple of train.micro_batch_size 2 \* 5"):
         ds_config(load_recipe("tiny", ["strategy.name=zero3"]), 5, cuda=False)
+    with pytest.raises(
+        RecipeError, match=r"train.compile: true with strategy zero3 needs .*leaf_blocks: true"
+    ):
+        sets = ["strategy.name=zero3", "train.compile=true", "strategy.zero3.leaf_blocks=false"]
+        ds_config(load_recipe("tiny", sets), 3, cuda=False)
+    with pytest.raises(RecipeError, match=r"train.compile: true with strategy zero3 and lora.enabled"):
+        sets = [
+            "strategy.name=zero3",
+            "train.compile=true",
+            "lora.enabled=true",
+            "lora.target_modules=[c_fc]",
+        ]
+        ds_config(load_recipe("tiny", sets), 2, cuda=False)
 
 
 def test_zero3_trains_with_falling_loss(zero3_ref: Path) -> None:
@@ -106,6 +119,39 @@ def test_zero3_agrees_with_fsdp2(zero3_ref: Path, fsdp2_ref: Path) -> None:
     zn = {r["step"]: r["grad_norm"] for r in records(zero3_ref)}
     fn = {r["step"]: r["grad_norm"] for r in records(fsdp2_ref)}
     assert all(abs(zn[s] - fn[s]) <= AGREE * max(1.0, fn[s]) for s in zn), (zn, fn)
+
+
+def test_zero3_per_linear_hooks_give_the_same_run_as_leaf_blocks(zero3_ref: Path, runs: Path) -> None:
+    """leaf_blocks changes when parameters are gathered (per block, not per Linear), not the arithmetic."""
+    out = runs / "zero3-per-linear"
+    run_trainer(
+        2, *tiny_args(out, 2, "strategy.name=zero3", "train.eval_every=4", "strategy.zero3.leaf_blocks=false")
+    )
+    ref, got = losses(zero3_ref), losses(out)
+    for step in range(1, 9):
+        assert abs(got[step] - ref[step]) <= EXACT, f"step {step}: {got[step]!r} vs {ref[step]!r}"
+
+
+def test_zero3_compiled_blocks_with_checkpointing_match_eager(zero3_ref: Path, runs: Path) -> None:
+    """train.compile compiles each leaf block's forward with DeepSpeed's hooks outside the graph: one graph
+    for the blocks and one for the loss, no graph break, the same losses as the eager run; activation
+    checkpointing (the block recomputed in the backward, parameters gathered again) on top."""
+    out = runs / "zero3-compiled"
+    sets = [
+        "strategy.name=zero3",
+        "train.eval_every=4",
+        "train.compile=true",
+        "train.gradient_checkpointing=true",
+    ]
+    run_trainer(2, *tiny_args(out, 2, *sets))
+    ref, got = losses(zero3_ref), losses(out)
+    for step in range(1, 9):
+        assert abs(got[step] - ref[step]) <= AGREE, f"step {step}: {got[step]!r} vs {ref[step]!r}"
+    ze = {r["step"]: r["eval_loss"] for r in records(zero3_ref, "eval")}
+    ge = {r["step"]: r["eval_loss"] for r in records(out, "eval")}
+    assert sorted(ge) == [4, 8] and all(abs(ge[s] - ze[s]) <= AGREE for s in ge), (ge, ze)
+    end = records(out, "end")[0]
+    assert end["compiled_graphs"] >= 2 and end["graph_breaks"] == 0, end
 
 
 def test_zero3_resume_is_exact(zero3_ref: Path, runs: Path) -> None:

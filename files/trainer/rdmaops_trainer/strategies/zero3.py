@@ -56,6 +56,12 @@ def ds_config(recipe: Recipe, dp_size: int, cuda: bool) -> dict[str, Any]:
             "train.compile: true with strategy zero3 needs strategy.zero3.leaf_blocks: true (DeepSpeed's "
             "per-submodule hooks would break the compiled graph at every Linear)"
         )
+    if t.compile and recipe.lora.enabled:
+        raise RecipeError(
+            "train.compile: true with strategy zero3 and lora.enabled: not supported; compiled blocks need "
+            "leaf blocks, which DeepSpeed cannot use with frozen (LoRA base) weights; use train.compile: "
+            "false"
+        )
     precision = t.precision if t.precision != "auto" else ("bf16" if cuda else "fp32")
     if precision == "bf16" and not cuda:
         # DeepSpeed's CPU accelerator has no bf16 ZeRO-3 path worth testing; fp32 is what the CPU recipes use.
@@ -191,7 +197,14 @@ class Zero3Strategy(Strategy):
         """
         z, t = self.recipe.strategy.zero3, self.recipe.train
         blocks = model.blocks() if hasattr(model, "blocks") else []
-        if z.leaf_blocks:
+        frozen = any(not p.requires_grad for b in blocks for p in b.parameters())
+        if z.leaf_blocks and frozen:
+            # DeepSpeed 0.19.8's backward hook of a leaf module reduces a gradient for every parameter of the
+            # module, frozen ones included (a zero gradient where there is none); with LoRA's frozen base
+            # weights the first backward fails ("size of tensor a (0) must match ..."). Per-Linear hooks then.
+            if self.rt.is_main:
+                print("zero3: blocks with frozen parameters (LoRA): per-submodule ZeRO-3 hooks", flush=True)
+        elif z.leaf_blocks:
             from deepspeed.utils import set_z3_leaf_module
 
             for block in blocks:
