@@ -103,6 +103,8 @@ def test_zero3_trains_with_falling_loss(zero3_ref: Path) -> None:
     assert curve[8] < curve[1] - 0.5, curve
     start = records(zero3_ref, "start")[0]
     assert start["strategy"] == "zero3" and start["world_size"] == 2
+    # counted from DeepSpeed's full sizes, not the (empty outside a gather) partitioned tensors
+    assert start["trainable_params"] == start["params"] > 0
     # DeepSpeed's own checkpoint layout, 2 data-parallel ranks
     tag = zero3_ref / "checkpoints" / "step_00000008" / "zero3"
     assert saved_dp_world_size(tag) == 2
