@@ -149,3 +149,12 @@ def records(out: Path, event: str = "train") -> list[dict[str, Any]]:
 def losses(out: Path) -> dict[int, float]:
     """step -> loss; on a resumed run (appended log) the later record of a step wins."""
     return {int(r["step"]): float(r["loss"]) for r in records(out)}
+
+
+def eval_losses(out: Path) -> dict[int, float]:
+    return {int(r["step"]): float(r["eval_loss"]) for r in records(out, "eval")}
+
+
+def assert_close(a: dict[int, float], b: dict[int, float], tol: float, steps: range) -> None:
+    for s in steps:
+        assert abs(a[s] - b[s]) <= tol, f"step {s}: {a[s]!r} vs {b[s]!r} (tolerance {tol})"

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import losses, records, run_trainer, tiny_args
+from conftest import assert_close, eval_losses, losses, records, run_trainer, tiny_args
 
 # same arithmetic, different reduction order / sharding: fp32 rounding only
 AGREE = 1e-5
@@ -43,20 +43,11 @@ def fsdp2_interrupted(runs: Path) -> Path:
     return out
 
 
-def eval_losses(out: Path) -> dict[int, float]:
-    return {int(r["step"]): float(r["eval_loss"]) for r in records(out, "eval")}
-
-
 def assert_falls(curve: dict[int, float]) -> None:
     steps = sorted(curve)
     assert steps == list(range(1, 9))
     first, last = curve[steps[0]], curve[steps[-1]]
     assert last < first - 0.5, f"loss did not fall: {curve}"
-
-
-def assert_close(a: dict[int, float], b: dict[int, float], tol: float, steps: range) -> None:
-    for s in steps:
-        assert abs(a[s] - b[s]) <= tol, f"step {s}: {a[s]!r} vs {b[s]!r} (tolerance {tol})"
 
 
 def test_fsdp2_trains_and_logs(fsdp2_ref: Path) -> None:

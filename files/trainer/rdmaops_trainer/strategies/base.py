@@ -35,6 +35,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..config import Recipe
+from ..models import lm_loss
 from ..runtime import Runtime
 
 Batch = dict[str, torch.Tensor]
@@ -171,6 +172,13 @@ class Strategy(abc.ABC):
             return batch
         # pinned source: the copy is queued on the stream and the host does not wait for the GPU
         return {k: v.pin_memory().to(self.rt.device, non_blocking=True) for k, v in batch.items()}
+
+    @staticmethod
+    def compile_loss(model: nn.Module) -> None:
+        """For train.compile: the compiled loss fuses the fp32 upcast into log-softmax, so no fp32 copy of
+        the (batch x seq x vocab) logits is made. Models without a swappable ``loss_fn`` stay as they are."""
+        if hasattr(model, "loss_fn"):
+            model.loss_fn = torch.compile(lm_loss)
 
     def autocast(self) -> contextlib.AbstractContextManager[None]:
         """bf16 autocast for strategies that keep fp32 weights and no mixed-precision policy of their own."""

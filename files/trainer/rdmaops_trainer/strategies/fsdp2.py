@@ -17,7 +17,6 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
 from ..checkpoint import dcp_load, dcp_save
-from ..models import lm_loss
 from .base import Batch, Strategy
 
 
@@ -59,9 +58,8 @@ class FSDP2Strategy(Strategy):
             # non-persistent buffers (rotary inv_freq) are not in the state dict
             for buf in model.buffers():
                 dist.broadcast(buf, src=0)
-        if self.recipe.train.compile and hasattr(model, "loss_fn"):
-            # fuses the fp32 upcast into log-softmax: no fp32 copy of the (batch x seq x vocab) logits
-            model.loss_fn = torch.compile(lm_loss)
+        if self.recipe.train.compile:
+            self.compile_loss(model)
         self.model = model
         self.optimizer = self.build_optimizer(model.named_parameters())
 

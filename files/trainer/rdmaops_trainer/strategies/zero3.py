@@ -26,7 +26,6 @@ import torch.distributed as dist
 from torch import nn
 
 from ..config import Recipe, RecipeError
-from ..models import lm_loss
 from ..runtime import Runtime
 from .base import Batch, Strategy
 
@@ -221,9 +220,7 @@ class Zero3Strategy(Strategy):
         if t.compile:
             for block in blocks:
                 block.forward = torch.compile(block.forward)  # type: ignore[method-assign]
-            if hasattr(model, "loss_fn"):
-                # fuses the fp32 upcast into log-softmax: no fp32 copy of the (batch x seq x vocab) logits
-                model.loss_fn = torch.compile(lm_loss)
+            self.compile_loss(model)
 
     def _cpu_adam(self, model: nn.Module) -> torch.optim.Optimizer:
         """With the optimizer offloaded its step runs on the CPU: DeepSpeed's AVX CPU Adam (JIT-built)."""
