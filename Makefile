@@ -77,8 +77,16 @@ build-check: venv
 	$(CURDIR)/$(BIN)/ansible-galaxy collection install --offline --no-deps -p $$tmp/cols $$tmp/rdmaops-cluster-*.tar.gz
 	$(CURDIR)/$(BIN)/ansible-playbook -i inv rdmaops.cluster.site --syntax-check
 
+# On failure, keep the instance long enough to print what it was doing (tests/lab/diagnose.sh), then
+# destroy it. --destroy=never also skips the sequence's own destroys, hence the explicit ones.
 molecule: venv deps
-	$(BIN)/molecule test --all
+	$(BIN)/molecule destroy --all
+	if ! $(BIN)/molecule test --all --destroy=never; then
+	  bash tests/lab/diagnose.sh mol inventories/mol || true
+	  $(BIN)/molecule destroy --all || true
+	  exit 1
+	fi
+	$(BIN)/molecule destroy --all
 
 test: deps venv lint unit sanity build-check molecule
 

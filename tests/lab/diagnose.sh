@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# What a lab instance was doing when a test run failed or hung: the host side (units, apt proxy log)
+# and each node (systemd jobs, failed units, process tree, journal tail). Read-only; every probe is
+# bounded so that a wedged node cannot stall the report. Usage: diagnose.sh LAB_NAME [INVENTORY_DIR]
+set -uo pipefail
+name=${1:?usage: diagnose.sh LAB_NAME [INVENTORY_DIR]}
+inv=${2:-inventories/$name}
+dir=/var/lib/rdmaops-lab/$name
+say() { printf '\n===== %s\n' "$*"; }
+
+say "lab $name: host processes"
+ps -eo pid,etime,stat,args --forest | grep -E "rdmaops|nspawn|apt-cacher" | grep -v grep | head -40
+if [ -d "$dir/aptproxy/log" ]; then
+  say "apt proxy: last requests and errors"
+  tail -n 15 "$dir/aptproxy/log/apt-cacher.log" 2>/dev/null
+  tail -n 15 "$dir/aptproxy/log/apt-cacher.err" 2>/dev/null
+fi
+
+key=$dir/id_ed25519
+[ -f "$inv/hosts.yml" ] || { echo "no inventory at $inv"; exit 0; }
+grep -E '^ +node[0-9]+:$|ansible_host:' "$inv/hosts.yml" | paste - - | while read -r node _ ip; do
+  node=${node%:}
+  say "node $node ($ip)"
+  timeout 60 ssh -n -i "$key" -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=no \
+    -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR "root@$ip" '
+      echo "--- systemd jobs"; systemctl list-jobs --no-pager | head -20
+      echo "--- failed units"; systemctl --failed --no-pager --no-legend | head -20
+      echo "--- processes"; ps -eo pid,etime,stat,wchan:20,args --forest | grep -v "ps -eo" | tail -40
+      echo "--- journal"; journalctl -b --no-pager -n 40 -o short-monotonic
+    ' 2>&1 || echo "(node did not answer within 60 s: rc $?)"
+done
