@@ -25,6 +25,19 @@ class RecipeError(ValueError):
 
 
 @dataclass
+class GPTConfig:
+    """The package's own GPT-2 (models.GPT); here so that recipe checks need no torch (Ansible controller)."""
+
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
+    block_size: int = 1024
+    vocab_size: int = 50304
+    dropout: float = 0.0
+    bias: bool = True
+
+
+@dataclass
 class ModelConfig:
     # gpt2: the package's own GPT-2 (models.GPT); hf: transformers AutoModelForCausalLM.
     kind: Literal["gpt2", "hf"] = "gpt2"
@@ -346,8 +359,6 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
     elif m.init == "pretrained":
         raise RecipeError("model.init: 'pretrained' needs model.kind hf (the gpt2 kind is built from config)")
     if m.kind == "gpt2":
-        from .models import GPTConfig
-
         known = {f.name for f in dataclasses.fields(GPTConfig)}
         for key in m.config:
             if key not in known:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .config import Recipe, RecipeError
-
-
-@dataclass
-class GPTConfig:
-    n_layer: int = 12
-    n_head: int = 12
-    n_embd: int = 768
-    block_size: int = 1024
-    vocab_size: int = 50304
-    dropout: float = 0.0
-    bias: bool = True
+from .config import GPTConfig, Recipe, RecipeError
 
 
 class CausalSelfAttention(nn.Module):

@@ -1,0 +1,92 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Training recipes for playbooks, read and checked by the trainer's own code.
+
+The recipe files and their checks live in the trainer package (files/trainer/rdmaops_trainer); this reads them
+through that package's config module (PyYAML only, no torch), so a playbook and the trainer can never disagree
+on what a recipe means.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import Any
+
+
+class RecipeResolveError(Exception):
+    """A recipe, an override or the inventory does not fit; the message names the bad key and value."""
+
+
+def override_args(overrides: dict[str, Any]) -> list[str]:
+    """Dotted keys and values (as from ``-e``) -> the trainer's ``--set key=value`` arguments.
+
+    Values are written as JSON, which the trainer parses as YAML: numbers, booleans, null, strings, lists and
+    mappings keep their types.
+    """
+    args = []
+    for key, value in overrides.items():
+        if not isinstance(key, str) or not key or "=" in key:
+            raise RecipeResolveError(f"override key {key!r}: expected a dotted recipe key such as train.lr")
+        args.append(f"{key}={json.dumps(value)}")
+    return args
+
+
+def _trainer_config(trainer_src: str) -> Any:
+    if trainer_src not in sys.path:
+        sys.path.insert(0, trainer_src)
+    try:
+        return importlib.import_module("rdmaops_trainer.config")
+    except ImportError as exc:
+        raise RecipeResolveError(
+            f"trainer_src {trainer_src}: no rdmaops_trainer package there ({exc})"
+        ) from exc
+
+
+def resolve(
+    trainer_src: str,
+    recipe: str,
+    overrides: dict[str, Any],
+    nodes: int | None = None,
+    check_paths: bool = False,
+) -> dict[str, Any]:
+    """Load, override and check a recipe; return it with the facts a launcher needs.
+
+    ``nodes``: the number of hosts the job will run on; it must equal the recipe's ``cluster.nodes``.
+    ``check_paths``: also require the model, tokenizer and data paths to exist where this runs.
+    """
+    config = _trainer_config(trainer_src)
+    args = override_args(overrides)
+    try:
+        rec = config.load_recipe(recipe, args)
+        if nodes is not None and nodes != rec.cluster.nodes:
+            raise config.RecipeError(
+                f"cluster.nodes: the recipe asks for {rec.cluster.nodes} node(s) but the play has {nodes} "
+                f"host(s); change the host group or pass cluster.nodes={nodes} as an override"
+            )
+        if check_paths:
+            main = importlib.import_module("rdmaops_trainer.__main__")
+            main.check_paths(rec)
+    except config.RecipeError as exc:
+        raise RecipeResolveError(f"recipe {recipe}: {exc}") from exc
+    world = rec.cluster.world_size
+    dp = rec.dp_size(world)
+    return {
+        "recipe": rec.to_dict(),
+        "overrides": args,
+        "launch": {
+            "name": rec.name,
+            "strategy": rec.strategy.name,
+            "device": rec.cluster.device,
+            "nodes": rec.cluster.nodes,
+            "procs_per_node": rec.cluster.procs_per_node,
+            "world_size": world,
+            "data_parallel": dp,
+            "global_batch_size": rec.train.global_batch_size,
+            "micro_batch_size": rec.train.micro_batch_size,
+            # the pipeline schedule splits a replica's batch into its own microbatches instead
+            "grad_accum": None if rec.strategy.name == "pipeline" else rec.grad_accum(dp),
+            "steps": rec.train.steps,
+            "output_dir": str(rec.output_dir),
+        },
+    }
