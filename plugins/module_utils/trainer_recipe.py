@@ -21,14 +21,15 @@ class RecipeResolveError(Exception):
 def override_args(overrides: dict[str, Any]) -> list[str]:
     """Dotted keys and values (as from ``-e``) -> the trainer's ``--set key=value`` arguments.
 
-    Values are written as JSON, which the trainer parses as YAML: numbers, booleans, null, strings, lists and
-    mappings keep their types.
+    A string is passed as written, so the trainer parses it as YAML exactly like its own ``--set``
+    (``-e recipe_overrides='train.lr=1e-4'`` gives a number); any other value is written as JSON, which is
+    YAML too, so numbers, booleans, null, lists and mappings from a JSON ``-e`` keep their types.
     """
     args = []
     for key, value in overrides.items():
         if not isinstance(key, str) or not key or "=" in key:
             raise RecipeResolveError(f"override key {key!r}: expected a dotted recipe key such as train.lr")
-        args.append(f"{key}={json.dumps(value)}")
+        args.append(f"{key}={value if isinstance(value, str) else json.dumps(value)}")
     return args
 
 

@@ -30,6 +30,8 @@ options:
     description:
       - 'Dotted recipe keys and their values, for example C({"train.lr": 1e-4, "cluster.nodes": 3}).'
       - Passed to the trainer as C(--set key=value) (returned as RV(overrides)), so a launch applies the same.
+      - A string value is passed as written and read as YAML by the trainer, like its own C(--set), so the
+        key=value form C(-e recipe_overrides='train.lr=1e-4 train.steps=50') gives numbers.
     type: dict
     default: {}
   trainer_src:

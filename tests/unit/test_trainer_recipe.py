@@ -24,9 +24,11 @@ RECIPES = sorted(p.stem for p in (REPO / "files/trainer/rdmaops_trainer/recipes"
 def test_override_values_keep_their_types() -> None:
     args = override_args({"train.lr": 1e-4, "train.compile": True, "lora.target_modules": ["q", "v"]})
     assert args == ["train.lr=0.0001", "train.compile=true", 'lora.target_modules=["q", "v"]']
-    assert override_args({"tokenizer.path": "/data/tok", "model.path": None}) == [
-        'tokenizer.path="/data/tok"',
+    # strings as written: the trainer parses them as YAML, like its own --set
+    assert override_args({"tokenizer.path": "/data/tok", "model.path": None, "train.lr": "1e-4"}) == [
+        "tokenizer.path=/data/tok",
         "model.path=null",
+        "train.lr=1e-4",
     ]
     with pytest.raises(RecipeResolveError, match=r"override key 'train\.lr=1'"):
         override_args({"train.lr=1": 2})
@@ -131,6 +133,14 @@ def test_playbook_prints_the_launch_plan_with_the_overrides(tmp_path: Path) -> N
     assert "50 steps" in p.stdout
     assert "--recipe tiny --set train.steps=50 --set train.warmup_steps=5" in p.stdout
     assert "changed=0" in p.stdout
+
+
+def test_playbook_takes_key_value_overrides(tmp_path: Path) -> None:
+    # Ansible turns "k=v k=v" into a mapping of strings; the trainer still reads numbers
+    p = _playbook(tmp_path, 3, "-e", "recipe_overrides='train.steps=40 train.lr=2e-3'")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "40 steps" in p.stdout
+    assert "--set train.steps=40 --set train.lr=2e-3" in p.stdout
 
 
 def test_playbook_refuses_a_recipe_for_another_node_count(tmp_path: Path) -> None:
