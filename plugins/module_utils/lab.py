@@ -267,6 +267,30 @@ def parse_cgroup_mounts(mountinfo: str) -> dict[str, str]:
 Runner = Callable[[list[str]], tuple[int, str, str]]
 
 
+_SS_PROCESS = re.compile(r'\("([^"]*)",pid=(\d+)')
+_WILDCARDS = ("0.0.0.0", "*", "[::]", "::")
+
+
+def port_holders(ss_output: str, address: str, port: int) -> list[tuple[str, int, str]]:
+    """(local address, pid, process name) of every TCP listener that takes ``address:port``.
+
+    ``ss_output``: ``ss -Hltnp``. A listener on the wildcard address takes every address of the host, which is
+    how a system-wide apt-cacher-ng (0.0.0.0:3142) keeps an instance's proxy from binding its own address.
+    """
+    holders = []
+    for line in ss_output.splitlines():
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        local = fields[3]
+        host, _sep, lport = local.rpartition(":")
+        if lport != str(port) or host.split("%")[0] not in (address, *_WILDCARDS):
+            continue
+        for name, pid in _SS_PROCESS.findall(line) or [("?", "0")]:
+            holders.append((local, int(pid), name))
+    return holders
+
+
 def subprocess_runner(argv: list[str]) -> tuple[int, str, str]:
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     return proc.returncode, proc.stdout, proc.stderr
@@ -455,6 +479,32 @@ class Host:
         with open(os.path.join(self.instance_run_dir, unit + ".pid"), "w", encoding="ascii") as fh:
             fh.write(f"{proc.pid}\n")
         return proc.pid
+
+    def wait_listening(self, unit: str, pid: int, address: str, port: int, timeout: float = 30.0) -> None:
+        """Return once the unit's process listens on address:port; fail when another process holds it.
+
+        A daemon that cannot bind may keep running (apt-cacher-ng does), and a client reaching the port would
+        then talk to the other process without anyone noticing: check who listens, not only that someone does.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            holders = port_holders(self.run(["ss", "-Hltnp"]), address, port)
+            foreign = [h for h in holders if h[1] != pid]
+            if foreign:
+                taken = ", ".join(f"{local} {name} (pid {hpid})" for local, hpid, name in foreign)
+                raise LabError(
+                    f"{unit}: {address}:{port} is taken by another process: {taken}; stop it, or give "
+                    "the lab another port"
+                )
+            if holders:
+                return
+            if time.monotonic() > deadline:
+                log_path = os.path.join(self.instance_run_dir, unit + ".log")
+                raise LabError(
+                    f"{unit} (pid {pid}) does not listen on {address}:{port} after {timeout:.0f} s; "
+                    f"log {log_path}: {_tail(log_path)}"
+                )
+            time.sleep(0.5)
 
     # -- mounts
 

@@ -48,6 +48,16 @@ options:
     description: Seconds to wait for an orderly stop before SIGKILL.
     type: int
     default: 30
+  listens_on:
+    description:
+      - C(ADDRESS:PORT) the unit serves (V(started) only). The module waits until the unit's own process
+        listens there, and fails naming the other process when a different one holds that address and port
+        (a listener on the wildcard address included), instead of letting clients reach the wrong server.
+    type: str
+  listen_timeout:
+    description: Seconds to wait for the unit to listen on O(listens_on).
+    type: int
+    default: 30
 extends_documentation_fragment:
   - rdmaops.cluster.lab
 """
@@ -57,7 +67,8 @@ EXAMPLES = r"""
   rdmaops.cluster.lab_unit:
     name: lab
     unit: aptproxy
-    argv: [/usr/sbin/apt-cacher-ng, -c, /var/lib/rdmaops-lab/lab/aptproxy/conf, ForeGround=1]
+    argv: [/usr/sbin/apt-cacher-ng, -c, /var/lib/rdmaops-lab/lab/aptproxy/conf, ForeGround=1, Port=3242]
+    listens_on: 10.99.0.1:3242
 """
 
 RETURN = r"""
@@ -81,6 +92,8 @@ def main() -> None:
             "argv": {"type": "list", "elements": "str", "required": True},
             "state": {"type": "str", "choices": ["started", "stopped"], "default": "started"},
             "stop_timeout": {"type": "int", "default": 30},
+            "listens_on": {"type": "str"},
+            "listen_timeout": {"type": "int", "default": 30},
         },
         supports_check_mode=True,
     )
@@ -90,6 +103,11 @@ def main() -> None:
         host = Host(p["name"], check_mode=module.check_mode)
         if p["state"] == "started":
             pid = host.start(p["unit"], p["argv"])
+            if p["listens_on"] and pid is not None:
+                address, _sep, port = p["listens_on"].rpartition(":")
+                if not address or not port.isdigit():
+                    module.fail_json(msg=f"listens_on: {p['listens_on']!r} is not ADDRESS:PORT")
+                host.wait_listening(p["unit"], pid, address, int(port), p["listen_timeout"])
         else:
             host.stop(p["unit"], timeout=p["stop_timeout"])
     except LabError as exc:

@@ -207,3 +207,38 @@ def test_overlay_lowerdir() -> None:
     assert lab.overlay_lowerdir(MOUNTINFO, "/var/lib/rdmaops-lab/lab/node1/root") == "/b"
     assert lab.overlay_lowerdir(MOUNTINFO, "/var/lib/rdmaops-lab/lab/node1/root/with space") is None
     assert lab.overlay_lowerdir(MOUNTINFO, "/nowhere") is None
+
+
+# `ss -Hltnp` as printed with a system-wide apt-cacher-ng and an instance's own proxy (seen on this host)
+SS_FOREIGN = """\
+LISTEN 0      250          0.0.0.0:3142      0.0.0.0:*    users:(("apt-cacher-ng",pid=30054,fd=12))
+LISTEN 0      250             [::]:3142         [::]:*    users:(("apt-cacher-ng",pid=30054,fd=13))
+LISTEN 0      128          0.0.0.0:22        0.0.0.0:*    users:(("sshd",pid=501,fd=3))
+"""
+SS_OWN = """\
+LISTEN 0      250        10.99.0.1:3242      0.0.0.0:*    users:(("apt-cacher-ng",pid=41234,fd=11))
+LISTEN 0      250        10.98.0.1:3242      0.0.0.0:*    users:(("apt-cacher-ng",pid=40000,fd=11))
+"""
+
+
+def test_port_holders_count_wildcards_and_skip_other_addresses_and_ports() -> None:
+    assert lab.port_holders(SS_FOREIGN, "10.99.0.1", 3142) == [
+        ("0.0.0.0:3142", 30054, "apt-cacher-ng"),
+        ("[::]:3142", 30054, "apt-cacher-ng"),
+    ]
+    assert lab.port_holders(SS_FOREIGN, "10.99.0.1", 3242) == []
+    # another instance's proxy on another management address is not in the way
+    assert lab.port_holders(SS_OWN, "10.99.0.1", 3242) == [("10.99.0.1:3242", 41234, "apt-cacher-ng")]
+
+
+def test_wait_listening_names_the_process_that_holds_the_port() -> None:
+    host = lab.Host("unit", runner=lambda argv: (0, SS_FOREIGN + SS_OWN, ""))
+    host.wait_listening("aptproxy", 41234, "10.99.0.1", 3242, timeout=0)  # its own listener: fine
+    with pytest.raises(lab.LabError) as err:
+        host.wait_listening("aptproxy", 41234, "10.99.0.1", 3142, timeout=0)
+    assert (
+        "aptproxy: 10.99.0.1:3142 is taken by another process: 0.0.0.0:3142 apt-cacher-ng (pid 30054)"
+        in str(err.value)
+    )
+    with pytest.raises(lab.LabError, match=r"aptproxy \(pid 41234\) does not listen on 10\.99\.0\.1:3300"):
+        host.wait_listening("aptproxy", 41234, "10.99.0.1", 3300, timeout=0)
