@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -89,4 +90,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # A finished run leaves without interpreter finalization: gloo worker threads may still hold async work
+    # (DeepSpeed ZeRO-3 prefetches) whose tensors, freed during finalization, abort the process with SIGABRT
+    # ("terminate called without an active exception", pytorch/pytorch PR 179291; seen once on a CPU rank
+    # after its last step). Metrics, checkpoints and plots are written and closed by now.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
