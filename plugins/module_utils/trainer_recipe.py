@@ -66,8 +66,7 @@ def resolve(
                 f"host(s); change the host group or pass cluster.nodes={nodes} as an override"
             )
         if check_paths:
-            main = importlib.import_module("rdmaops_trainer.__main__")
-            main.check_paths(rec)
+            config.check_paths(rec)
     except config.RecipeError as exc:
         raise RecipeResolveError(f"recipe {recipe}: {exc}") from exc
     world = rec.cluster.world_size

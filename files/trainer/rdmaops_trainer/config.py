@@ -393,6 +393,30 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         )
 
 
+def required_paths(recipe: Recipe) -> list[tuple[str, Path]]:
+    """(recipe key, path) for every local path the run reads."""
+    out: list[tuple[str, Path]] = []
+    m, t, d = recipe.model, recipe.tokenizer, recipe.data
+    if m.kind == "hf" and m.path:
+        out.append(("model.path", Path(m.path)))
+        out.append(("model.path", Path(m.path) / "config.json"))
+    if d.kind != "synthetic" and t.kind == "hf" and t.path:
+        out.append(("tokenizer.path", Path(t.path)))
+    if d.kind == "jsonl":
+        out.append(("data.path", Path(str(d.path))))
+        if d.eval_path:
+            out.append(("data.eval_path", Path(d.eval_path)))
+    return out
+
+
+def check_paths(recipe: Recipe) -> None:
+    for key, path in required_paths(recipe):
+        if not path.exists():
+            raise RecipeError(f"{key}: {path} does not exist")
+    if recipe.data.kind == "jsonl" and not Path(str(recipe.data.path)).is_file():
+        raise RecipeError(f"data.path: {recipe.data.path} is not a file")
+
+
 def validate_world(recipe: Recipe, world_size: int, source: str = "WORLD_SIZE") -> None:
     t, s = recipe.train, recipe.strategy
     if s.name == "pipeline":
