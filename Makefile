@@ -45,8 +45,8 @@ deps:
 # Two processes: Ansible's module_utils patch sys.intern on import, which breaks a later
 # `import torch._dynamo` in the same interpreter; the trainer is a separate package anyway.
 unit: venv
-	$(BIN)/pytest -q tests/unit --ignore=tests/unit/trainer
-	$(BIN)/pytest -q tests/unit/trainer
+	$(BIN)/pytest -q tests/unit --ignore=tests/unit/trainer --ignore=tests/unit/benchmarks
+	$(BIN)/pytest -q tests/unit/trainer tests/unit/benchmarks
 
 lint: venv
 	$(BIN)/ruff check .

@@ -16,7 +16,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.trainer_recipe imp
     resolve,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 TRAINER = str(REPO / "files" / "trainer")
 RECIPES = sorted(p.stem for p in (REPO / "files/trainer/rdmaops_trainer/recipes").glob("*.yaml"))
 

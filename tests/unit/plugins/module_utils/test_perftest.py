@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import perftest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "perftest"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "perftest"
 
 
 def load(name: str) -> dict:

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def run_module(args: dict[str, object], *extra: str, path_prefix: str = "") -> dict[str, object]:

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.rdmaops.cluster.plugins.filter.nccl_env import FilterModule, nccl_env
 from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma_sysfs import read_ports
 
-SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
+SYSFS = Path(__file__).resolve().parents[2] / "fixtures" / "sysfs"
 
 
 def ports(scenario: str) -> list[dict]:

@@ -17,7 +17,7 @@ from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.rdmaops.cluster.plugins.module_utils import bandwidth as bw
 from ansible_collections.rdmaops.cluster.plugins.modules import rdma_bandwidth
 
-SYSFS = Path(__file__).parent / "fixtures" / "sysfs"
+SYSFS = Path(__file__).resolve().parents[2] / "fixtures" / "sysfs"
 needs_iperf3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (make deps)")
 
 
@@ -230,7 +230,7 @@ def test_module_rejects_bad_input(
 
 
 def test_numbers_from_perftest_outputs() -> None:
-    fixtures = Path(__file__).parent / "fixtures" / "perftest"
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "perftest"
     sweep = bw.parse_output("rdma", (fixtures / "mlx5_roce_write_bw_gbits_sweep.txt").read_text())
     assert bw.numbers("rdma", sweep) == {"gbps": 196.07, "latency_us": None}
     lat = bw.parse_output("rdma", (fixtures / "cx7_write_lat_rdmacm.txt").read_text())

@@ -14,7 +14,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addres
 from ansible_collections.rdmaops.cluster.plugins.module_utils import rdma_sysfs
 from ansible_collections.rdmaops.cluster.plugins.module_utils import verify_report as vr
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def mesh_plans(hosts: list[str]) -> dict[str, Any]:

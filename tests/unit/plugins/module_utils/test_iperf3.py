@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import iperf3
 
-FIXTURES = Path(__file__).parent / "fixtures" / "iperf3"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "iperf3"
 
 
 def load(name: str) -> dict:

@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import rdma_sysfs as rs
 
-FIXTURES = Path(__file__).parent / "fixtures" / "sysfs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sysfs"
 
 
 def ports_of(scenario: str) -> dict[str, dict]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "files" / "allreduce_bench.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "files" / "allreduce_bench.py"
 _spec = importlib.util.spec_from_file_location("allreduce_bench", SCRIPT)
 assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
