@@ -96,7 +96,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import Host, LabError, write_root_file
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_rootfs import write_root_file
 
 
 def main() -> None:

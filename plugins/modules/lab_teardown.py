@@ -81,7 +81,9 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import Host, LabError, teardown
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_teardown import teardown
 
 
 def main() -> None:

@@ -1,0 +1,204 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lab's plan: names, addresses, MACs, mesh ports and link aliases of one instance. Pure.
+
+Everything an instance creates on the host carries its prefix ``<lab>-`` (netns, links),
+lives under ``<cache_dir>/<lab>/`` or ``<run_dir>/<lab>/`` (files, mounts) or under the
+cgroup ``rdmaops-lab/<lab>/`` (processes), so teardown can find leftovers by prefix alone,
+without trusting a state file that a crash may not have written. This file owns those names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+CGROUP_ROOT = "rdmaops-lab"
+# No '-' in the name: '<lab>-' must be a prefix that no other instance's names can start with.
+LAB_NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,9}$")
+NODE_PREFIX_RE = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+IFNAMSIZ = 15
+MGMT_NODE_OFFSET = 10
+MGMT_IFNAME = "mgmt0"
+DATA_PORT_RE = re.compile(r"^data\d+$")
+TOPOLOGIES = ("mesh", "switched")
+MAX_NODES = 32
+
+
+class LabError(Exception):
+    """A bad input or a host operation that failed; the message names the culprit."""
+
+
+def check_lab_name(name: str) -> None:
+    if not LAB_NAME_RE.match(name):
+        raise LabError(
+            f"lab name {name!r} is invalid: use 1-10 characters, a lowercase letter first, "
+            "then lowercase letters or digits (no '-': it separates the instance prefix)"
+        )
+
+
+def node_names(prefix: str, count: int) -> list[str]:
+    if not NODE_PREFIX_RE.match(prefix):
+        raise LabError(f"node prefix {prefix!r} is invalid: use a lowercase letter, then letters or digits")
+    if not 1 <= count <= MAX_NODES:
+        raise LabError(f"node count {count} is out of range 1..{MAX_NODES}")
+    return [f"{prefix}{i}" for i in range(1, count + 1)]
+
+
+def netns_name(lab: str, node: str) -> str:
+    return f"{lab}-{node}"
+
+
+def mgmt_bridge(lab: str) -> str:
+    return f"{lab}-mbr"
+
+
+def fabric_bridge(lab: str) -> str:
+    return f"{lab}-dbr"
+
+
+def mgmt_host_ifname(lab: str, index: int) -> str:
+    return _ifname(f"{lab}-m{index}")
+
+
+def fabric_host_ifname(lab: str, index: int) -> str:
+    return _ifname(f"{lab}-d{index}")
+
+
+def _ifname(name: str) -> str:
+    if len(name) > IFNAMSIZ:
+        raise LabError(f"interface name {name!r} is longer than the kernel's {IFNAMSIZ} characters")
+    return name
+
+
+def stable_mac(*parts: str) -> str:
+    """A locally administered unicast MAC derived from the names: the same after every re-creation."""
+    digest = bytearray(hashlib.sha256("/".join(parts).encode()).digest()[:6])
+    digest[0] = (digest[0] & 0xFC) | 0x02
+    return ":".join(f"{b:02x}" for b in digest)
+
+
+def mesh_port(node_index: int, peer_index: int) -> str:
+    """Port of node i towards peer j: ``data<j-1>`` below i, ``data<j-2>`` above.
+
+    Ports towards existing peers never change when nodes are appended.
+    """
+    if node_index == peer_index or node_index < 1 or peer_index < 1:
+        raise LabError(f"no mesh port between node indices {node_index} and {peer_index}")
+    return f"data{peer_index - 1 if peer_index < node_index else peer_index - 2}"
+
+
+@dataclass
+class NodePlan:
+    name: str
+    index: int
+    netns: str
+    mgmt_ip: str
+    mgmt_host_if: str
+    mgmt_mac: str
+    mgmt_host_mac: str
+    # peer name -> local port (mesh) or {"fabric": "data0"} (switched)
+    ports: dict[str, str] = field(default_factory=dict)
+    macs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class MeshLink:
+    a: str
+    a_if: str
+    b: str
+    b_if: str
+
+
+@dataclass
+class LabPlan:
+    lab: str
+    topology: str
+    mgmt_cidr: str
+    mgmt_host_ip: str
+    prefixlen: int
+    nodes: list[NodePlan]
+    links: list[MeshLink]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "lab": self.lab,
+            "topology": self.topology,
+            "mgmt_cidr": self.mgmt_cidr,
+            "mgmt_host_ip": self.mgmt_host_ip,
+            "prefixlen": self.prefixlen,
+            "mgmt_bridge": mgmt_bridge(self.lab),
+            "fabric_bridge": fabric_bridge(self.lab) if self.topology == "switched" else None,
+            "nodes": [vars(n) for n in self.nodes],
+            "links": [vars(link) for link in self.links],
+        }
+
+
+def make_plan(lab: str, nodes: list[str], topology: str, mgmt_cidr: str) -> LabPlan:
+    check_lab_name(lab)
+    if topology not in TOPOLOGIES:
+        raise LabError(f"topology {topology!r} is not one of {', '.join(TOPOLOGIES)}")
+    if len(set(nodes)) != len(nodes):
+        raise LabError(f"node names are not unique: {nodes}")
+    if not 1 <= len(nodes) <= MAX_NODES:
+        raise LabError(f"node count {len(nodes)} is out of range 1..{MAX_NODES}")
+    try:
+        net = ipaddress.IPv4Network(mgmt_cidr, strict=True)
+    except ValueError as exc:
+        raise LabError(f"management CIDR {mgmt_cidr!r} is not an IPv4 network: {exc}") from exc
+    if net.num_addresses - 2 < MGMT_NODE_OFFSET + len(nodes):
+        raise LabError(
+            f"management CIDR {mgmt_cidr} has no room for {len(nodes)} nodes at .{MGMT_NODE_OFFSET + 1}+"
+        )
+    host_ip = str(net.network_address + 1)
+    plans: list[NodePlan] = []
+    for i, node in enumerate(nodes, start=1):
+        plans.append(
+            NodePlan(
+                name=node,
+                index=i,
+                netns=netns_name(lab, node),
+                mgmt_ip=str(net.network_address + MGMT_NODE_OFFSET + i),
+                mgmt_host_if=mgmt_host_ifname(lab, i),
+                mgmt_mac=stable_mac(lab, node, MGMT_IFNAME),
+                mgmt_host_mac=stable_mac(lab, node, "host", MGMT_IFNAME),
+            )
+        )
+    links: list[MeshLink] = []
+    if topology == "mesh":
+        for a in plans:
+            for b in plans:
+                if a.index < b.index:
+                    link = MeshLink(a.name, mesh_port(a.index, b.index), b.name, mesh_port(b.index, a.index))
+                    links.append(link)
+                    a.ports[b.name] = link.a_if
+                    b.ports[a.name] = link.b_if
+        for p in plans:
+            p.macs = {ifname: stable_mac(lab, p.name, ifname) for ifname in p.ports.values()}
+    else:
+        for p in plans:
+            p.ports = {"fabric": "data0"}
+            p.macs = {"data0": stable_mac(lab, p.name, "data0")}
+    return LabPlan(lab, topology, str(net), host_ip, net.prefixlen, plans, links)
+
+
+def mesh_alias(lab: str, link: MeshLink) -> str:
+    return f"{lab}:mesh:{link.a}:{link.a_if}-{link.b}:{link.b_if}"
+
+
+def fabric_alias(lab: str, node: str) -> str:
+    return f"{lab}:fabric:{node}:data0"
+
+
+def mgmt_alias(lab: str, node: str) -> str:
+    return f"{lab}:mgmt:{node}"
+
+
+def node_of_host_link(lab: str, link: dict[str, Any]) -> str | None:
+    """The node a host-side link belongs to, from the alias written when it was made."""
+    parts = str(link.get("ifalias", "")).split(":")
+    if len(parts) >= 3 and parts[0] == lab and parts[1] in ("mgmt", "fabric"):
+        return parts[2]
+    return None
