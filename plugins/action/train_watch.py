@@ -1,0 +1,127 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Action plugin behind rdmaops.cluster.train_watch: runs on the controller, streams every node's agent over
+SSH at once and prints progress while the task runs (documentation: plugins/modules/train_watch.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import time
+from typing import Any
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils import train_agent
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train_watch import (
+    ARGUMENT_SPEC,
+    JobWatch,
+    agent_argv,
+)
+
+display = Display()
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+
+    def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
+        if validated.error_messages:
+            raise AnsibleActionFail(f"train_watch: {'; '.join(validated.error_messages)}")
+        p = validated.validated_parameters
+        if self._play_context.check_mode:
+            result.update(changed=False, skipped=True, msg="check mode: nothing was launched to watch")
+            return result
+        hostvars = task_vars.get("hostvars", {})
+        with open(train_agent.__file__, encoding="utf-8") as fh:
+            source = fh.read() + train_agent.ENTRY
+        procs: dict[str, subprocess.Popen[bytes]] = {}
+        sel = selectors.DefaultSelector()
+        started = float(p["started"] or time.time())
+        watch = JobWatch(
+            p["job"],
+            p["nodes"],
+            total_steps=p["total_steps"],
+            started=started,
+            stall_timeout=p["stall_timeout"],
+            startup_timeout=p["startup_timeout"],
+            lost_timeout=p["lost_timeout"],
+        )
+        buffers: dict[str, bytes] = {}
+        try:
+            for rank, node in enumerate(p["nodes"]):
+                argv = agent_argv(
+                    dict(hostvars.get(node, {})),
+                    node,
+                    unit=p["unit"],
+                    metrics=p["metrics_file"] if rank == 0 else "",
+                    log=p["log_file"],
+                    interval=p["poll_interval"],
+                    offset=p["metrics_offset"] if rank == 0 else 0,
+                )
+                proc = subprocess.Popen(
+                    argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                )
+                assert proc.stdin is not None and proc.stdout is not None
+                proc.stdin.write(source.encode())
+                proc.stdin.close()
+                os.set_blocking(proc.stdout.fileno(), False)
+                sel.register(proc.stdout, selectors.EVENT_READ, node)
+                procs[node] = proc
+                buffers[node] = b""
+            last_print = 0.0
+            outcome = None
+            while outcome is None:
+                now = time.time()
+                for key, _ in sel.select(timeout=1.0):
+                    node = key.data
+                    chunk = key.fileobj.read()  # type: ignore[union-attr]
+                    now = time.time()
+                    if not chunk:
+                        sel.unregister(key.fileobj)
+                        err = procs[node].stderr.read().decode(errors="replace").strip()  # type: ignore[union-attr]
+                        watch.stream_ended(node, err.splitlines()[-1] if err else "", now)
+                        continue
+                    buffers[node] += chunk
+                    *lines, buffers[node] = buffers[node].split(b"\n")
+                    for line in lines:
+                        try:
+                            watch.feed(node, json.loads(line), now)
+                        except ValueError:
+                            continue
+                now = time.time()
+                outcome = watch.decide(now)
+                if outcome is None and now - last_print >= p["progress_interval"]:
+                    display.display(watch.progress_line(now))
+                    last_print = now
+        finally:
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.terminate()
+            for proc in procs.values():
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+            sel.close()
+        now = time.time()
+        result.update(
+            changed=False,
+            status=outcome.status,
+            msg=outcome.message,
+            node=outcome.node,
+            node_rank=outcome.node_rank,
+            rank=outcome.rank,
+            log_tail=outcome.log_tail,
+            job=watch.report(now),
+        )
+        if outcome.status != "succeeded":
+            result["failed"] = True
+        return result

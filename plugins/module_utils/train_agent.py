@@ -1,0 +1,169 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node side of train.yml's watcher: run as ``python3 - UNIT METRICS LOG INTERVAL OFFSET`` over SSH (this
+source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one JSON line: the unit's state and the
+metrics records added since the last line (rank 0's metrics.jsonl, on the master only). Each line doubles as a
+heartbeat; the last one, once the unit is no longer running, carries the tail of the job's log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+SHOW_PROPERTIES = (
+    "Id",
+    "LoadState",
+    "ActiveState",
+    "SubState",
+    "Result",
+    "ExecMainCode",
+    "ExecMainStatus",
+    "ExecMainPID",
+    "ActiveEnterTimestamp",
+    "ExecMainExitTimestampMonotonic",
+    "ExecMainExitTimestamp",
+)
+TAIL_LINES = 40
+
+
+def parse_show(text: str) -> dict[str, str]:
+    """``systemctl show -p A -p B UNIT`` output (``Key=value`` lines) as a dict."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key] = value
+    return out
+
+
+def unit_phase(show: dict[str, str]) -> str:
+    """running | succeeded | failed | absent, from a unit's properties.
+
+    Units run with RemainAfterExit=yes, so a finished job stays "active (exited)" with its exit status until
+    the next launch or a stop; a failed one stays "failed".
+    """
+    active, sub = show.get("ActiveState", ""), show.get("SubState", "")
+    if show.get("LoadState") == "not-found" and active == "inactive":
+        return "absent"
+    if active == "failed" or (show.get("Result") not in ("", "success") and active != "active"):
+        return "failed"
+    if active == "active" and sub == "exited":
+        return "succeeded" if show.get("ExecMainStatus", "0") == "0" else "failed"
+    if active in ("active", "activating", "reloading"):
+        return "running"
+    if active == "deactivating":
+        return "running"
+    return "absent" if show.get("Result", "success") == "success" else "failed"
+
+
+def exit_time(show: dict[str, str], now: float, monotonic_now: float) -> float | None:
+    """When the unit's main process ended, on this node's wall clock (nodes' monotonic clocks differ)."""
+    try:
+        mono = int(show.get("ExecMainExitTimestampMonotonic") or 0) / 1e6
+    except ValueError:
+        return None
+    return round(now - (monotonic_now - mono), 3) if mono > 0 else None
+
+
+def show_unit(unit: str) -> dict[str, str]:
+    argv = ["systemctl", "show", unit] + [f"--property={p}" for p in SHOW_PROPERTIES]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return parse_show(proc.stdout)
+
+
+def tail(path: str, lines: int = TAIL_LINES) -> list[str]:
+    if lines <= 0:
+        return []
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - 64 * 1024))
+            data = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return data.splitlines()[-lines:]
+
+
+def last_records(path: str) -> dict[str, dict[str, Any]]:
+    """The last record of each event type in the end of a metrics.jsonl (for status reports)."""
+    out: dict[str, dict[str, Any]] = {}
+    for line in tail(path, 200):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("event"):
+            if rec["event"] == "start":
+                out = {}
+            out[str(rec["event"])] = rec
+    return out
+
+
+class MetricsReader:
+    """New complete JSON lines of a file that is being appended to (a partial last line waits)."""
+
+    def __init__(self, path: str, offset: int = 0) -> None:
+        self.path = path
+        self.offset = offset
+        self.buffer = b""
+
+    def read(self) -> list[dict[str, Any]]:
+        if not self.path:
+            return []
+        try:
+            with open(self.path, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size < self.offset:  # replaced by a new run
+                    self.offset, self.buffer = 0, b""
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return []
+        self.offset += len(data)
+        self.buffer += data
+        *complete, self.buffer = self.buffer.split(b"\n")
+        records = []
+        for line in complete:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                records.append(rec)
+        return records
+
+
+def main(argv: list[str]) -> int:
+    try:
+        return _report(argv)
+    except (BrokenPipeError, KeyboardInterrupt):  # the controller went away: nothing left to report to
+        return 0
+
+
+# The action plugin sends this file's source followed by these lines to the node's Python.
+ENTRY = "\nimport sys\nsys.exit(main(sys.argv[1:]))\n"
+
+
+def _report(argv: list[str]) -> int:
+    # OFFSET: the size of metrics.jsonl before this launch (a resumed run appends to the same file).
+    unit, metrics, log, interval, offset = argv[0], argv[1], argv[2], float(argv[3]), int(argv[4])
+    reader = MetricsReader(metrics, offset)
+    while True:
+        show = show_unit(unit)
+        phase = unit_phase(show)
+        records = reader.read()
+        line: dict[str, Any] = {"t": time.time(), "phase": phase, "unit": show, "metrics": records}
+        exited = exit_time(show, time.time(), time.monotonic())
+        if exited is not None:
+            line["exited_at"] = exited
+        if phase != "running":
+            line["log_tail"] = tail(log)
+        sys.stdout.write(json.dumps(line) + "\n")
+        sys.stdout.flush()
+        if phase != "running":
+            return 0
+        time.sleep(interval)

@@ -1,0 +1,212 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: train_preflight
+short_description: Report what a node offers a training job, for train.yml's preflight
+version_added: "0.1.0"
+description:
+  - Reads, and changes nothing: the venv's versions (Python, torch, NCCL, DeepSpeed, the trainer,
+    transformers; from package metadata, without importing torch), the GPUs visible, the NCCL/gloo environment
+    file and the state and IPv4 address of the interfaces it names, fingerprints of the recipe's input paths
+    (sha256 of small files, size and mtime of large ones), whether the rendezvous port listens, the job's unit,
+    free disk where the output goes, and the checkpoints already there.
+  - The controller compares every node's report in one go (filter C(rdmaops.cluster.train_preflight_report)),
+    so one run lists every problem with its node, value and fix.
+author:
+  - Rdmaops Developers (@rdmaops)
+options:
+  venv:
+    description: The cluster venv (python_env_path).
+    type: path
+    required: true
+  env_file:
+    description: The NCCL/gloo environment file written by the nccl_env role; a missing file is reported.
+    type: path
+    required: true
+  paths:
+    description: Recipe inputs, each C({what, path}) (as returned by the C(rdmaops.cluster.train_paths) filter).
+    type: list
+    elements: dict
+    default: []
+  output_dir:
+    description: Where the job writes metrics and checkpoints.
+    type: path
+    required: true
+  job:
+    description: Job name (its unit is C(rdmaops-train-<job>.service)).
+    type: str
+    required: true
+  port:
+    description: Rendezvous port to report as listening or not.
+    type: int
+    required: true
+  shared_marker:
+    description: A file name to look for in O(output_dir); a marker the master wrote tells shared storage.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    description: Reads only; runs the same in check mode.
+    support: full
+  diff_mode:
+    description: Nothing to compare.
+    support: none
+  platform:
+    description: Linux hosts with systemd and iproute2.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Report this node's side of the job
+  rdmaops.cluster.train_preflight:
+    venv: /opt/rdmaops/venv
+    env_file: /etc/rdmaops/nccl.env
+    paths: [{what: model.path, path: /shared/models/GLM-4.5-Air}]
+    output_dir: /var/lib/rdmaops/train/glm/runs/glm
+    job: glm
+    port: 29500
+  register: train_node
+"""
+
+RETURN = r"""
+venv:
+  description: C({path, exists}).
+  returned: always
+  type: dict
+versions:
+  description: C(python), C(torch), C(nccl), C(deepspeed), C(trainer), C(transformers) (null when absent).
+  returned: when the venv exists
+  type: dict
+gpus:
+  description: NVIDIA GPUs visible to the driver (0 without one).
+  returned: always
+  type: int
+env:
+  description: The variables of O(env_file).
+  returned: always
+  type: dict
+interfaces:
+  description: Per interface named in the environment, C({exists, up, ipv4}).
+  returned: always
+  type: dict
+address:
+  description: First IPv4 address of the first interface named there (what the other ranks dial), or empty.
+  returned: always
+  type: str
+paths:
+  description: Per input path, C({what, path, exists, files, bytes, fingerprint}).
+  returned: always
+  type: list
+  elements: dict
+listening:
+  description: O(port) if something listens on it, else empty.
+  returned: always
+  type: list
+  elements: int
+unit:
+  description: The job unit's systemd properties.
+  returned: always
+  type: dict
+disk:
+  description: C([existing path checked, free GB]).
+  returned: always
+  type: list
+checkpoints:
+  description: C({complete, partial, finished_step}) for O(output_dir).
+  returned: always
+  type: dict
+shared_marker:
+  description: Whether O(shared_marker) was found in O(output_dir).
+  returned: always
+  type: bool
+"""
+
+import glob
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl_env_file import parse_env_file
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train_agent import parse_show
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train_launch import LaunchError, unit_name
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight import (
+    VERSION_PROBE,
+    checkpoints,
+    fingerprint,
+    free_gb,
+    interface_state,
+    listening_ports,
+    parse_ifnames,
+)
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train_unit import SHOW_ARGS
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "venv": {"type": "path", "required": True},
+            "env_file": {"type": "path", "required": True},
+            "paths": {"type": "list", "elements": "dict", "default": []},
+            "output_dir": {"type": "path", "required": True},
+            "job": {"type": "str", "required": True},
+            "port": {"type": "int", "required": True},
+            "shared_marker": {"type": "str", "default": ""},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        unit = unit_name(p["job"])
+    except LaunchError as exc:
+        module.fail_json(msg=str(exc))
+    result: dict = {"changed": False}
+
+    python = os.path.join(p["venv"], "bin", "python")
+    result["venv"] = {"path": p["venv"], "exists": os.access(python, os.X_OK)}
+    if result["venv"]["exists"]:
+        rc, out, err = module.run_command([python, "-c", VERSION_PROBE])
+        if rc != 0:
+            module.fail_json(msg=f"{python} could not report its versions: {err.strip()}")
+        result["versions"] = json.loads(out)
+    # /proc/driver/nvidia/gpus has one entry per GPU the driver sees: no nvidia-smi, no torch needed.
+    result["gpus"] = len(glob.glob("/proc/driver/nvidia/gpus/*"))
+
+    env: dict[str, str] = {}
+    if os.path.isfile(p["env_file"]):
+        with open(p["env_file"], encoding="utf-8") as fh:
+            env = parse_env_file(fh.read())
+    result["env"] = env
+    result["env_file"] = p["env_file"] if os.path.isfile(p["env_file"]) else f"{p['env_file']} (missing)"
+    names = parse_ifnames(env)
+    rc, out, err = module.run_command(["ip", "-j", "addr", "show"])
+    links = json.loads(out) if rc == 0 and out.strip() else []
+    result["interfaces"] = interface_state(links, names)
+    result["address"] = next((st["ipv4"][0] for st in result["interfaces"].values() if st.get("ipv4")), "")
+
+    try:
+        result["paths"] = [{**item, **fingerprint(str(item["path"]))} for item in p["paths"]]
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg=f"reading the recipe's inputs: {exc}")
+    texts = []
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if os.path.exists(path):
+            with open(path, encoding="ascii") as fh:
+                texts.append(fh.read())
+    result["listening"] = [p["port"]] if p["port"] in listening_ports(texts) else []
+    rc, out, err = module.run_command(["systemctl", "show", unit, *SHOW_ARGS])
+    result["unit"] = parse_show(out) if rc == 0 else {}
+    result["disk"] = list(free_gb(p["output_dir"]))
+    result["checkpoints"] = checkpoints(p["output_dir"])
+    marker = p["shared_marker"]
+    result["shared_marker"] = bool(marker) and os.path.exists(os.path.join(p["output_dir"], marker))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

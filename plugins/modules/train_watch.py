@@ -1,0 +1,152 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: train_watch
+short_description: Follow a training job on every node until it ends; fail on the first failure, hang or lost node
+version_added: "0.1.0"
+description:
+  - Runs on the controller (an action plugin). It opens one SSH stream per node with the host's inventory
+    connection settings and runs a small agent there (Python standard library) that reports the job unit's
+    state every O(poll_interval) seconds, and on node rank 0 the trainer's new metrics records.
+  - Prints a progress line (step/total, loss, tokens/s, ETA) at least every O(progress_interval) seconds
+    while the task runs, and returns when the job succeeded on every node, any node's unit failed (the
+    earliest failure is named with its node, rank and cause from the log), no step was logged for
+    O(stall_timeout) seconds (a frozen or stuck rank), or a node stopped answering for O(lost_timeout).
+  - It stops nothing itself; the play stops the units on every node when it fails (see the train role).
+  - Use with C(run_once) and C(delegate_to) localhost; in check mode it returns at once.
+author:
+  - Rdmaops Developers (@rdmaops)
+options:
+  job:
+    description: Job name, for messages.
+    type: str
+    required: true
+  unit:
+    description: The job's systemd unit on every node.
+    type: str
+    required: true
+  nodes:
+    description: Inventory names of the job's nodes in node-rank order (the first is the master).
+    type: list
+    elements: str
+    required: true
+  metrics_file:
+    description: Rank 0's C(metrics.jsonl) on the master.
+    type: str
+    required: true
+  metrics_offset:
+    description: Size of O(metrics_file) before the launch; earlier records belong to an earlier run.
+    type: int
+    default: 0
+  log_file:
+    description: The job's log file on each node; its tail is returned for a failed node.
+    type: str
+    required: true
+  total_steps:
+    description: Steps of the run (for the percentage and the ETA).
+    type: int
+    default: 0
+  started:
+    description: Launch time (seconds since the epoch); the start-up timeout counts from it. Default now.
+    type: float
+  stall_timeout:
+    description: Seconds without a new step, eval or checkpoint record after which the job counts as hung.
+    type: float
+    default: 300.0
+  startup_timeout:
+    description: Seconds from the launch to the first logged step before the job counts as hung.
+    type: float
+    default: 900.0
+  lost_timeout:
+    description: Seconds without a report from a node's agent before the node counts as lost.
+    type: float
+    default: 60.0
+  progress_interval:
+    description: Seconds between progress lines.
+    type: float
+    default: 30.0
+  poll_interval:
+    description: Seconds between two reports of each node's agent.
+    type: float
+    default: 2.0
+attributes:
+  action:
+    description: Runs on the controller.
+    support: full
+  check_mode:
+    description: Returns at once; nothing was launched to watch.
+    support: full
+  diff_mode:
+    description: Nothing to compare.
+    support: none
+  platform:
+    description: Nodes with systemd and Python 3, reached over SSH (or local connections).
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Follow the job until it ends
+  rdmaops.cluster.train_watch:
+    job: tiny
+    unit: rdmaops-train-tiny.service
+    nodes: "{{ ansible_play_hosts }}"
+    metrics_file: /var/lib/rdmaops/train/tiny/runs/tiny/metrics.jsonl
+    log_file: /var/log/rdmaops/train-tiny.log
+    total_steps: 200
+    stall_timeout: 120
+  run_once: true
+  delegate_to: localhost
+  register: train_result
+"""
+
+RETURN = r"""
+status:
+  description: V(succeeded), V(failed), V(hung) or V(lost).
+  returned: always
+  type: str
+msg:
+  description: The verdict, naming node, rank and cause on failure; the summary on success.
+  returned: always
+  type: str
+node:
+  description: The node named by the verdict.
+  returned: always
+  type: str
+node_rank:
+  description: Its node rank.
+  returned: always
+  type: int
+rank:
+  description: The global rank that failed first there, when the launcher's log says.
+  returned: always
+  type: int
+log_tail:
+  description: The last lines of the failed node's log.
+  returned: always
+  type: list
+  elements: str
+job:
+  description: C(start), C(end), C(last_train) records, C(evals), C(checkpoints), per-node C(phase) and
+    C(unit), C(wall_time_s).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train_watch import ARGUMENT_SPEC
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    # Reached only if the action plugin is bypassed: the watcher needs the controller's view of all nodes.
+    module.fail_json(msg="train_watch runs on the controller through its action plugin (rdmaops.cluster)")
+
+
+if __name__ == "__main__":
+    main()
