@@ -1,5 +1,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for mesh / switched data-network addressing (docs: the .yml files beside this one)."""
+"""Filters for mesh / switched data-network addressing (docs: the .yml files beside this one).
+
+Pools, prefix, MTU and names are required arguments: their defaults belong to the mesh_network role.
+"""
 
 from __future__ import annotations
 
@@ -24,17 +27,17 @@ def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @_filter_errors
-def mesh_links(hosts: Any, pool: Any = "192.168.100.0/22", prefix: Any = 30) -> list[dict[str, str]]:
+def mesh_links(hosts: Any, pool: Any, prefix: Any) -> list[dict[str, str]]:
     return ma.mesh_links(hosts, pool, prefix)
 
 
 @_filter_errors
-def mesh_switched_addresses(hosts: Any, subnet: Any = "192.168.200.0/24") -> dict[str, dict[str, Any]]:
+def mesh_switched_addresses(hosts: Any, subnet: Any) -> dict[str, dict[str, Any]]:
     return ma.switched_addresses(hosts, subnet)
 
 
 @_filter_errors
-def mesh_node_addresses(hosts: Any, pool: Any = "10.255.0.0/24") -> dict[str, str]:
+def mesh_node_addresses(hosts: Any, pool: Any) -> dict[str, str]:
     return ma.node_addresses(hosts, pool)
 
 
@@ -48,23 +51,28 @@ def mesh_pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
 @_filter_errors
 def mesh_plan_errors(
     hosts: Any,
-    topology: str = "mesh",
-    link_pool: Any = "192.168.100.0/22",
-    link_prefix: Any = 30,
-    node_pool: Any = "10.255.0.0/24",
-    fabric_subnet: Any = "192.168.200.0/24",
+    topology: str,
+    link_pool: Any,
+    link_prefix: Any,
+    node_pool: Any,
+    fabric_subnet: Any,
 ) -> list[str]:
     return ma.plan_errors(hosts, topology, link_pool, link_prefix, node_pool, fabric_subnet)
 
 
 @_filter_errors
-def mesh_path_checks(plan: Mapping[str, Any], mtu: Any = 9000) -> list[dict[str, Any]]:
+def mesh_path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
     return ma.path_checks(plan, mtu)
 
 
 @_filter_errors
-def mesh_check_targets(extra: Any, plan: Mapping[str, Any], mtu: Any = 9000) -> list[dict[str, Any]]:
+def mesh_check_targets(extra: Any, plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
     return ma.check_targets(list(extra or []), plan, mtu)
+
+
+@_filter_errors
+def mesh_mtu_errors(mtu: Any, name: str) -> list[str]:
+    return ma.mtu_errors(mtu, name)
 
 
 @_filter_errors
@@ -107,11 +115,12 @@ def mesh_host_plan(
     interfaces: Mapping[str, str],
     ports: Any = None,
     fabric_port: Any = None,
-    link_pool: str = "192.168.100.0/22",
-    link_prefix: Any = 30,
-    node_pool: str = "10.255.0.0/24",
-    fabric_subnet: str = "192.168.200.0/24",
-    nodeaddr_ifname: str = "nodeaddr0",
+    *,
+    link_pool: str,
+    link_prefix: Any,
+    node_pool: str,
+    fabric_subnet: str,
+    nodeaddr_ifname: str,
 ) -> dict[str, Any]:
     return ma.host_plan(
         host,
@@ -129,7 +138,7 @@ def mesh_host_plan(
 
 
 @_filter_errors
-def mesh_netplan(plan: Mapping[str, Any], mtu: Any = 9000) -> dict[str, Any]:
+def mesh_netplan(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
     return ma.netplan_document(plan, mtu)
 
 
@@ -152,4 +161,5 @@ class FilterModule:
             "mesh_reachability_table": mesh_reachability_table,
             "mesh_host_plan": mesh_host_plan,
             "mesh_netplan": mesh_netplan,
+            "mesh_mtu_errors": mesh_mtu_errors,
         }

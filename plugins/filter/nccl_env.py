@@ -1,12 +1,21 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The NCCL/gloo environment of one node, from the transport, its RDMA ports and its socket interface."""
+"""The NCCL/gloo environment of one node, from the transport, its RDMA ports and its socket interface.
+
+Also the checks the nccl_env role validates its variables with (the rules this filter applies too,
+module_utils/nccl_env_rules.py) and the text of the files the role writes (module_utils/nccl_env_file.py).
+Docs of the filters other than nccl_env: the .yml files beside this one.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils import nccl_env_file
+from ansible_collections.rdmaops.cluster.plugins.module_utils import nccl_env_rules as rules
 
 DOCUMENTATION = r"""
 name: nccl_env
@@ -37,13 +46,14 @@ options:
     type: str
     required: true
   dscp:
-    description: DSCP of RDMA traffic (0..63); C(NCCL_IB_TC) is DSCP x 4.
+    description: DSCP of RDMA traffic; C(NCCL_IB_TC) is DSCP x 4 (the role passes C(nccl_env_dscp)).
     type: int
-    default: 26
+    required: true
   gdr_level:
-    description: C(NCCL_NET_GDR_LEVEL) (LOC, PIX, PXB, PHB, SYS), empty to leave NCCL's default.
+    description: C(NCCL_NET_GDR_LEVEL) (LOC, PIX, PXB, PHB, SYS), empty to leave NCCL's default
+      (the role passes C(nccl_env_gdr_level)).
     type: str
-    default: PHB
+    required: true
   hca:
     description: Explicit device names (or C(device:port)) instead of the discovered ACTIVE ports.
     type: list
@@ -61,7 +71,9 @@ options:
 EXAMPLES = r"""
 - name: Compute the environment
   ansible.builtin.set_fact:
-    env: "{{ 'rdma' | rdmaops.cluster.nccl_env(ports=rdma_ports, socket_ifname='nodeaddr0') }}"
+    env: >-
+      {{ 'rdma' | rdmaops.cluster.nccl_env(ports=rdma_ports, socket_ifname=mesh_network_socket_ifname,
+         dscp=nccl_env_dscp, gdr_level=nccl_env_gdr_level) }}
 """
 
 RETURN = r"""
@@ -71,7 +83,6 @@ _value:
 """
 
 GDR_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS")
-_IFNAME_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
 _HCA_RE = re.compile(r"^[A-Za-z0-9_.-]+(:[0-9]+)?$")
 
 
@@ -79,22 +90,22 @@ def nccl_env(
     transport: str,
     ports: list[dict[str, Any]] | None = None,
     socket_ifname: str | None = None,
-    dscp: int = 26,
-    gdr_level: str = "PHB",
+    *,
+    dscp: Any,
+    gdr_level: str,
     hca: list[str] | None = None,
     gid_index: int | None = None,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, str]:
-    if transport not in ("rdma", "tcp"):
-        raise AnsibleFilterError(f"nccl transport must be 'rdma' or 'tcp', got {transport!r}")
-    if not socket_ifname or not _IFNAME_RE.match(str(socket_ifname)):
-        raise AnsibleFilterError(f"socket interface name {socket_ifname!r} is not a valid interface name")
-    try:
-        dscp_value = int(dscp)
-    except (TypeError, ValueError) as exc:
-        raise AnsibleFilterError(f"DSCP must be an integer 0..63, got {dscp!r}") from exc
-    if not 0 <= dscp_value <= 63:
-        raise AnsibleFilterError(f"DSCP must be an integer 0..63, got {dscp!r}")
+    # dscp and gdr_level have no default here: the nccl_env role's defaults own them.
+    errors = (
+        rules.transport_errors(transport, "nccl transport")
+        + rules.socket_ifname_errors(socket_ifname, "socket interface name")
+        + rules.dscp_errors(dscp, "DSCP")
+    )
+    if errors:
+        raise AnsibleFilterError(errors[0])
+    dscp_value = int(dscp)
     env: dict[str, str] = {}
     if transport == "rdma":
         env.update(_rdma_env(ports or [], hca or [], gid_index, gdr_level))
@@ -158,6 +169,26 @@ def _rdma_env(
     return env
 
 
+def nccl_env_file_text(env: Mapping[str, Any], comments: Iterable[Any] = ()) -> str:
+    try:
+        return nccl_env_file.render(env, comments)
+    except nccl_env_file.EnvFileError as exc:
+        raise AnsibleFilterError(f"nccl_env_file_text: {exc}") from exc
+
+
+def nccl_socket_ifname_errors(ifname: Any, name: str) -> list[str]:
+    return rules.socket_ifname_errors(ifname, name)
+
+
+def nccl_dscp_errors(dscp: Any, name: str) -> list[str]:
+    return rules.dscp_errors(dscp, name)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {"nccl_env": nccl_env}
+        return {
+            "nccl_env": nccl_env,
+            "nccl_env_file_text": nccl_env_file_text,
+            "nccl_socket_ifname_errors": nccl_socket_ifname_errors,
+            "nccl_dscp_errors": nccl_dscp_errors,
+        }

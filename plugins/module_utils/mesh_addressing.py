@@ -115,7 +115,7 @@ def _link_ends(subnet: IPNetwork) -> tuple[IPAddress, IPAddress]:
 # --------------------------------------------------------------------------- plans
 
 
-def mesh_links(hosts: Any, pool: Any, prefix: Any = 30) -> list[dict[str, str]]:
+def mesh_links(hosts: Any, pool: Any, prefix: Any) -> list[dict[str, str]]:
     """One entry per unordered host pair: {a, b, subnet, a_ip, b_ip}.
 
     ``a`` is the host that comes first in ``hosts``. Entries are ordered by pair index.
@@ -176,6 +176,21 @@ def node_addresses(hosts: Any, pool: Any) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- validation
+
+
+MTU_MIN = 1280  # the IPv6 minimum link MTU: anything smaller on a data port is a typo
+MTU_MAX = 9216  # the largest jumbo frame common switches carry
+
+
+def mtu_errors(mtu: Any, name: str) -> list[str]:
+    """The MTU rule: a whole number (written as digits) in MTU_MIN..MTU_MAX; ``name`` labels the value."""
+    digits = not isinstance(mtu, bool) and (
+        isinstance(mtu, int) or re.fullmatch(r"[0-9]+", str(mtu)) is not None
+    )
+    if digits and MTU_MIN <= int(mtu) <= MTU_MAX:
+        return []
+    shown = repr(str(mtu)) if isinstance(mtu, str) else repr(mtu)  # str(): a plain str, not a tagged subclass
+    return [f"{name} {shown} must be an integer in {MTU_MIN}..{MTU_MAX}"]
 
 
 def pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
@@ -334,13 +349,16 @@ def host_plan(
     ports: Mapping[str, Any] | None = None,
     fabric_port: Any = None,
     interfaces: Mapping[str, str] | None = None,
-    link_pool: str = "192.168.100.0/22",
-    link_prefix: Any = 30,
-    node_pool: str = "10.255.0.0/24",
-    fabric_subnet: str = "192.168.200.0/24",
-    nodeaddr_ifname: str = "nodeaddr0",
+    link_pool: str,
+    link_prefix: Any,
+    node_pool: str,
+    fabric_subnet: str,
+    nodeaddr_ifname: str,
 ) -> dict[str, Any]:
-    """What one host needs: its node address, the interface sockets should bind, its links."""
+    """What one host needs: its node address, the interface sockets should bind, its links.
+
+    The pools and names have no defaults here: the mesh_network role's defaults own them.
+    """
     names = check_hosts(hosts)
     if host not in names:
         raise MeshAddressingError(f"host {host!r} is not in the host list {names!r}")
@@ -391,14 +409,12 @@ def host_plan(
     return plan
 
 
-def netplan_document(plan: Mapping[str, Any], mtu: Any = 9000) -> dict[str, Any]:
+def netplan_document(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
     """The netplan v2 document for the data ports in ``plan`` (networkd renderer)."""
-    try:
-        mtu_value = int(mtu)
-    except (TypeError, ValueError) as exc:
-        raise MeshAddressingError(f"mtu {mtu!r} is not an integer") from exc
-    if not 1280 <= mtu_value <= 9216:
-        raise MeshAddressingError(f"mtu {mtu!r} is outside 1280..9216")
+    errors = mtu_errors(mtu, "mtu")
+    if errors:
+        raise MeshAddressingError(errors[0])
+    mtu_value = int(mtu)
     ethernets: dict[str, Any] = {}
     network: dict[str, Any] = {"version": 2, "ethernets": ethernets}
 

@@ -30,7 +30,7 @@ def test_mesh_links_filter_matches_issue_example() -> None:
 @pytest.mark.parametrize(
     ("name", "args", "needle"),
     [
-        ("mesh_links", (["a", "b", "a"],), "mesh_links: duplicate host 'a'"),
+        ("mesh_links", (["a", "b", "a"], "192.168.100.0/22", 30), "mesh_links: duplicate host 'a'"),
         ("mesh_links", (["a", "b"], "192.168.100.0/22", 40), "prefix 40"),
         ("mesh_switched_addresses", (["a"], "300.1.1.0/24"), "'300.1.1.0/24'"),
         ("mesh_node_addresses", (["a"], 5), "node pool 5"),
@@ -42,6 +42,27 @@ def test_filter_errors(name: str, args: tuple[object, ...], needle: str) -> None
     with pytest.raises(AnsibleFilterError) as info:
         FILTERS[name](*args)
     assert needle in str(info.value)
+
+
+def test_mtu_errors_filter() -> None:
+    assert FILTERS["mesh_mtu_errors"]("9000", "mesh_network_mtu") == []
+    assert FILTERS["mesh_mtu_errors"]("65000", "mesh_network_mtu") == [
+        "mesh_network_mtu '65000' must be an integer in 1280..9216"
+    ]
+
+
+def test_pool_and_mtu_arguments_are_required() -> None:
+    # The mesh_network role's defaults own these values; a filter call without them is a mistake.
+    for name, args in [
+        ("mesh_links", (["a", "b"],)),
+        ("mesh_node_addresses", (["a"],)),
+        ("mesh_switched_addresses", (["a"],)),
+        ("mesh_netplan", ({"topology": "mesh"},)),
+        ("mesh_path_checks", ({"topology": "mesh"},)),
+        ("mesh_plan_errors", (["a", "b"], "mesh")),
+    ]:
+        with pytest.raises(TypeError):
+            FILTERS[name](*args)
 
 
 def test_port_errors_reports_a_bad_host_list_instead_of_raising() -> None:

@@ -11,6 +11,8 @@ from ansible_collections.rdmaops.cluster.plugins.filter.nccl_env import FilterMo
 from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma_sysfs import read_ports
 
 SYSFS = Path(__file__).resolve().parents[2] / "fixtures" / "sysfs"
+# The filter has no defaults for these (the nccl_env role owns them); the tests pass the role's values.
+ROLE = {"dscp": 26, "gdr_level": "PHB"}
 
 
 def ports(scenario: str) -> list[dict]:
@@ -18,7 +20,7 @@ def ports(scenario: str) -> list[dict]:
 
 
 def test_rdma_on_roce_uses_active_ports_and_their_gid_index() -> None:
-    env = nccl_env("rdma", ports=ports("mlx5_roce"), socket_ifname="nodeaddr0")
+    env = nccl_env("rdma", ports=ports("mlx5_roce"), socket_ifname="nodeaddr0", **ROLE)
     assert env == {
         "NCCL_IB_DISABLE": "0",
         "NCCL_IB_HCA": "=mlx5_0:1",  # mlx5_1 is DOWN
@@ -38,7 +40,7 @@ def test_rdma_on_infiniband_sets_no_gid_index() -> None:
 
 
 def test_tcp() -> None:
-    assert nccl_env("tcp", socket_ifname="mesh0", dscp=46) == {
+    assert nccl_env("tcp", socket_ifname="mesh0", dscp=46, gdr_level="PHB") == {
         "NCCL_IB_DISABLE": "1",
         "NCCL_SOCKET_IFNAME": "=mesh0",
         "GLOO_SOCKET_IFNAME": "mesh0",
@@ -47,7 +49,7 @@ def test_tcp() -> None:
 
 
 def test_explicit_hca_and_gid_index_override_discovery() -> None:
-    env = nccl_env("rdma", ports=[], socket_ifname="eth0", hca=["mlx5_0", "mlx5_1:1"], gid_index=5)
+    env = nccl_env("rdma", ports=[], socket_ifname="eth0", hca=["mlx5_0", "mlx5_1:1"], gid_index=5, **ROLE)
     assert env["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1:1"
     assert env["NCCL_IB_GID_INDEX"] == "5"
 
@@ -58,20 +60,20 @@ def test_differing_gid_indexes_on_one_node_need_a_choice() -> None:
     with pytest.raises(
         AnsibleFilterError, match=r"differs between ports of one node \(mlx5_0/1=3, mlx5_9/1=5\)"
     ):
-        nccl_env("rdma", ports=[roce[0], second], socket_ifname="eth0")
+        nccl_env("rdma", ports=[roce[0], second], socket_ifname="eth0", **ROLE)
 
 
 def test_ipv6_only_roce_has_no_usable_gid() -> None:
     with pytest.raises(AnsibleFilterError, match="no RoCE v2 GID with an IPv4 address on rocep1s0f0/1"):
-        nccl_env("rdma", ports=ports("roce_ipv6_only"), socket_ifname="eth0")
+        nccl_env("rdma", ports=ports("roce_ipv6_only"), socket_ifname="eth0", **ROLE)
 
 
 def test_rdma_without_active_port_fails_clearly() -> None:
     down = [p for p in ports("mlx5_roce") if not p["active"]]
     with pytest.raises(AnsibleFilterError, match=r"no RDMA port is ACTIVE \(ports: mlx5_1/1 \(DOWN\)\)"):
-        nccl_env("rdma", ports=down, socket_ifname="eth0")
+        nccl_env("rdma", ports=down, socket_ifname="eth0", **ROLE)
     with pytest.raises(AnsibleFilterError, match=r"ports: none"):
-        nccl_env("rdma", ports=[], socket_ifname="eth0")
+        nccl_env("rdma", ports=[], socket_ifname="eth0", **ROLE)
 
 
 @pytest.mark.parametrize(
@@ -86,17 +88,48 @@ def test_rdma_without_active_port_fails_clearly() -> None:
     ],
 )
 def test_bad_input(kwargs: dict, match: str) -> None:
-    args = {"transport": "tcp", "socket_ifname": "eth0", **kwargs}
+    args = {"transport": "tcp", "socket_ifname": "eth0", **ROLE, **kwargs}
     with pytest.raises(AnsibleFilterError, match=match):
         nccl_env(args.pop("transport"), **args)
 
 
 def test_bad_gdr_level() -> None:
     with pytest.raises(AnsibleFilterError, match="NCCL_NET_GDR_LEVEL must be one of"):
-        nccl_env("rdma", ports=ports("mlx5_roce"), socket_ifname="eth0", gdr_level="NEAR")
+        nccl_env("rdma", ports=ports("mlx5_roce"), socket_ifname="eth0", dscp=26, gdr_level="NEAR")
 
 
 def test_extra_variables_and_registration() -> None:
-    env = nccl_env("tcp", socket_ifname="eth0", extra={"NCCL_DEBUG": "INFO"})
+    env = nccl_env("tcp", socket_ifname="eth0", extra={"NCCL_DEBUG": "INFO"}, **ROLE)
     assert env["NCCL_DEBUG"] == "INFO"
     assert FilterModule().filters()["nccl_env"] is nccl_env
+
+
+def test_dscp_and_gdr_level_have_no_default_in_the_filter() -> None:
+    with pytest.raises(TypeError):
+        nccl_env("tcp", socket_ifname="eth0")  # type: ignore[call-arg]
+
+
+def test_role_checks_use_the_filters_rules() -> None:
+    filters = FilterModule().filters()
+    assert filters["nccl_dscp_errors"]("64", "nccl_env_dscp") == [
+        "nccl_env_dscp must be an integer 0..63, got '64'"
+    ]
+    assert filters["nccl_dscp_errors"](26, "nccl_env_dscp") == []
+    assert filters["nccl_socket_ifname_errors"]("", "nccl_env_socket_ifname") == [
+        "nccl_env_socket_ifname '' is not a valid interface name"
+    ]
+    assert filters["nccl_socket_ifname_errors"]("nodeaddr0", "nccl_env_socket_ifname") == []
+
+
+def test_file_text_filter_renders_sorted_lines_after_the_comments() -> None:
+    text = FilterModule().filters()["nccl_env_file_text"](
+        nccl_env("tcp", socket_ifname="mesh0", **ROLE), ["Ansible managed", "Transport: tcp."]
+    )
+    assert text == (
+        "# Ansible managed\n# Transport: tcp.\n"
+        "GLOO_SOCKET_IFNAME=mesh0\nNCCL_IB_DISABLE=1\nNCCL_IB_TC=104\nNCCL_SOCKET_IFNAME==mesh0\n"
+    )
+    with pytest.raises(
+        AnsibleFilterError, match="nccl_env_file_text: environment variable A: value 'x\\\\ny'"
+    ):
+        FilterModule().filters()["nccl_env_file_text"]({"A": "x\ny"})

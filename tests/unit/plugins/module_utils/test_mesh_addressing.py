@@ -11,6 +11,14 @@ from netaddr import IPAddress, IPNetwork, IPSet
 from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addressing as ma
 
 HOSTS = [f"node{i}" for i in range(1, 9)]
+# host_plan takes every pool and name explicitly (the mesh_network role's defaults own them).
+PLAN_ARGS = {
+    "link_pool": "192.168.100.0/22",
+    "link_prefix": 30,
+    "node_pool": "10.255.0.0/24",
+    "fabric_subnet": "192.168.200.0/24",
+    "nodeaddr_ifname": "nodeaddr0",
+}
 
 
 def test_mesh_links_three_hosts_exact() -> None:
@@ -300,6 +308,7 @@ def _plans(n: int) -> dict[str, dict[str, object]]:
             "mesh",
             ports=dict(zip(peers, names, strict=True)),
             interfaces=dict.fromkeys(names, ""),
+            **PLAN_ARGS,
         )
     return plans
 
@@ -317,9 +326,9 @@ def test_host_plans_agree_between_the_two_ends() -> None:
 
 def test_host_plan_rejects_unknown_host_and_bad_ports() -> None:
     with pytest.raises(ma.MeshAddressingError, match="host 'x' is not in the host list"):
-        ma.host_plan("x", ["a", "b"], "mesh", ports={}, interfaces={})
+        ma.host_plan("x", ["a", "b"], "mesh", ports={}, interfaces={}, **PLAN_ARGS)
     with pytest.raises(ma.MeshAddressingError, match="no port for peer 'b'"):
-        ma.host_plan("a", ["a", "b"], "mesh", ports={}, interfaces={})
+        ma.host_plan("a", ["a", "b"], "mesh", ports={}, interfaces={}, **PLAN_ARGS)
 
 
 def test_netplan_document_mesh() -> None:
@@ -344,7 +353,12 @@ def test_netplan_document_mesh() -> None:
 def test_netplan_document_mac_match_and_switched() -> None:
     ifaces = IFACES
     plan = ma.host_plan(
-        "n1", ["n1", "n2"], "switched", fabric_port={"macaddress": "5c:25:73:00:00:10"}, interfaces=ifaces
+        "n1",
+        ["n1", "n2"],
+        "switched",
+        fabric_port={"macaddress": "5c:25:73:00:00:10"},
+        interfaces=ifaces,
+        **PLAN_ARGS,
     )
     assert plan["socket_ifname"] == "enp1s0f0np0" and plan["node_address"] == "192.168.200.1"
     doc = ma.netplan_document(plan, 1500)["network"]
@@ -358,6 +372,34 @@ def test_netplan_document_mac_match_and_switched() -> None:
 def test_netplan_document_bad_mtu(mtu: object) -> None:
     with pytest.raises(ma.MeshAddressingError, match=f"mtu {mtu!r}"):
         ma.netplan_document(_plans(2)["node1"], mtu)
+
+
+@pytest.mark.parametrize("mtu", [1280, 9000, 9216, "9000"])
+def test_mtu_errors_accepts_whole_numbers_in_range(mtu: object) -> None:
+    assert ma.mtu_errors(mtu, "mtu") == []
+
+
+@pytest.mark.parametrize(
+    ("mtu", "message"),
+    [
+        ("65000", "mesh_network_mtu '65000' must be an integer in 1280..9216"),
+        (1279, "mesh_network_mtu 1279 must be an integer in 1280..9216"),
+        ("jumbo", "mesh_network_mtu 'jumbo' must be an integer in 1280..9216"),
+        (" 9000", "mesh_network_mtu ' 9000' must be an integer in 1280..9216"),
+        (9000.0, "mesh_network_mtu 9000.0 must be an integer in 1280..9216"),
+        (True, "mesh_network_mtu True must be an integer in 1280..9216"),
+        (None, "mesh_network_mtu None must be an integer in 1280..9216"),
+    ],
+)
+def test_mtu_errors_names_the_bad_value(mtu: object, message: str) -> None:
+    assert ma.mtu_errors(mtu, "mesh_network_mtu") == [message]
+
+
+def test_netplan_document_applies_the_mtu_rule() -> None:
+    # One rule: the role's validate step and the renderer reject the same values with the same words.
+    with pytest.raises(ma.MeshAddressingError) as info:
+        ma.netplan_document(_plans(2)["node1"], "65000")
+    assert [str(info.value)] == ma.mtu_errors("65000", "mtu")
 
 
 def test_plan_errors() -> None:
