@@ -15,6 +15,14 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils import rdma_sysfs
 from ansible_collections.rdmaops.cluster.plugins.module_utils import verify_report as vr
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+# host_plan takes every pool and name explicitly (the mesh_network role's defaults own them).
+POOLS: dict[str, Any] = {
+    "link_pool": "192.168.100.0/22",
+    "link_prefix": 30,
+    "node_pool": "10.255.0.0/24",
+    "fabric_subnet": "192.168.200.0/24",
+    "nodeaddr_ifname": "nodeaddr0",
+}
 
 
 def mesh_plans(hosts: list[str]) -> dict[str, Any]:
@@ -25,13 +33,15 @@ def mesh_plans(hosts: list[str]) -> dict[str, Any]:
         interfaces = {
             name: f"02:00:00:00:{hosts.index(host):02x}:{k:02x}" for k, name in enumerate(ports.values())
         }
-        plans[host] = ma.host_plan(host, hosts, "mesh", ports=ports, interfaces=interfaces)
+        plans[host] = ma.host_plan(host, hosts, "mesh", ports=ports, interfaces=interfaces, **POOLS)
     return plans
 
 
 def switched_plans(hosts: list[str]) -> dict[str, Any]:
     return {
-        h: ma.host_plan(h, hosts, "switched", fabric_port="fab0", interfaces={"fab0": "02:00:00:00:00:01"})
+        h: ma.host_plan(
+            h, hosts, "switched", fabric_port="fab0", interfaces={"fab0": "02:00:00:00:00:01"}, **POOLS
+        )
         for h in hosts
     }
 
