@@ -1,0 +1,102 @@
+"""Each default has one owner, the role's defaults/main.yml: the argument specs declare the same values, the
+defaults make a valid plan, production defaults do not know the lab, and the lab's generated inventory sets
+what the lab needs instead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pytest
+import yaml
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addressing as ma
+
+ROOT = Path(__file__).resolve().parents[3]
+ROLES = ["mesh_network", "nccl_env", "verify", "python_env"]
+
+
+def defaults(role: str) -> dict[str, Any]:
+    return yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())
+
+
+def spec_options(role: str) -> dict[str, dict[str, Any]]:
+    specs = yaml.safe_load((ROOT / "roles" / role / "meta" / "argument_specs.yml").read_text())
+    return specs["argument_specs"]["main"]["options"]
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_argument_spec_defaults_equal_the_role_defaults(role: str) -> None:
+    values = defaults(role)
+    for name, option in spec_options(role).items():
+        if "default" in option:
+            assert name in values, (
+                f"{role}: {name} has a default in argument_specs but not in defaults/main.yml"
+            )
+            assert option["default"] == values[name], f"{role}: {name}"
+
+
+@pytest.mark.parametrize("role", ["nccl_env", "verify", "python_env"])
+def test_production_defaults_do_not_know_the_lab(role: str) -> None:
+    for part in ("defaults/main.yml", "meta/argument_specs.yml"):
+        assert "rdmaops_lab" not in (ROOT / "roles" / role / part).read_text(), f"{role}/{part}"
+
+
+def test_mesh_network_defaults_make_a_valid_plan() -> None:
+    d = defaults("mesh_network")
+    pools = {
+        "mesh_network_link_pool": d["mesh_network_link_pool"],
+        "mesh_network_node_pool": d["mesh_network_node_pool"],
+    }
+    assert ma.mtu_errors(d["mesh_network_mtu"], "mesh_network_mtu") == []
+    assert ma.pool_errors(pools, "10.0.0.0/24") == []
+    hosts = [f"node{i}" for i in range(1, 9)]
+    for topology in ("mesh", "switched"):
+        assert (
+            ma.plan_errors(
+                hosts,
+                topology,
+                d["mesh_network_link_pool"],
+                d["mesh_network_link_prefix"],
+                d["mesh_network_node_pool"],
+                d["mesh_network_fabric_subnet"],
+            )
+            == []
+        )
+
+
+def lab_group_vars() -> dict[str, Any]:
+    lab = yaml.safe_load((ROOT / "roles/lab/defaults/main.yml").read_text())
+    template = (ROOT / "roles/lab/templates/group_vars_all.yml.j2").read_text()
+    text = jinja2.Template(template, undefined=jinja2.StrictUndefined).render(
+        lab_name="mol",
+        lab_plan={"topology": "mesh", "mgmt_cidr": "10.98.0.0/24", "mgmt_host_ip": "10.98.0.1"},
+        lab_aptproxy_port=lab["lab_aptproxy_port"],
+        lab_wheelhouse_mount=lab["lab_wheelhouse_mount"],
+    )
+    return yaml.safe_load(text)
+
+
+def test_lab_inventory_sets_what_the_lab_needs() -> None:
+    got = lab_group_vars()
+    mount = yaml.safe_load((ROOT / "roles/lab/defaults/main.yml").read_text())["lab_wheelhouse_mount"]
+    # The values the roles' defaults chose from rdmaops_lab before the lab set them itself.
+    assert got["nccl_transport"] == "tcp"
+    assert got["verify_rdma_required"] is False
+    assert got["verify_line_rate_gbps"] == "median"
+    assert got["verify_min_fraction_of_line_rate"] == 0.5
+    assert got["verify_min_gbps"] == 1
+    assert (
+        got["python_env_wheelhouse"] == got["verify_wheelhouse"] == got["rdmaops_lab"]["wheelhouse"] == mount
+    )
+    assert got["mesh_network_topology"] == "mesh" and got["mesh_network_mgmt_cidr"] == "10.98.0.0/24"
+
+
+def test_production_defaults_differ_from_the_lab_only_where_the_lab_says_so() -> None:
+    verify, python_env = defaults("verify"), defaults("python_env")
+    assert verify["verify_rdma_required"] is True
+    assert verify["verify_min_fraction_of_line_rate"] == 0.8
+    assert verify["verify_min_gbps"] is None and verify["verify_line_rate_gbps"] is None
+    assert python_env["python_env_wheelhouse"] == ""
+    assert defaults("nccl_env")["nccl_env_transport"] == "{{ nccl_transport | default('rdma') }}"
