@@ -1,5 +1,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for verify.yml: links, rounds of disjoint pairs, parsing (docs: the .yml files beside this one)."""
+"""Filters for verify.yml: links, rounds of disjoint pairs, parsing (docs: the .yml files beside this one).
+
+Thin wrappers: the plan is module_utils/verify_plan, the parsers verify_parse and ping, the limits
+verify_thresholds; their errors become AnsibleFilterError naming the filter.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import verify_report as vr
+from ansible_collections.rdmaops.cluster.plugins.module_utils import ping, verify_parse, verify_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_thresholds import thresholds
 
 
 def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -17,7 +22,7 @@ def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except vr.VerifyError as exc:
+        except (verify_plan.VerifyError, ping.PingError) as exc:
             raise AnsibleFilterError(f"{func.__name__}: {exc}") from exc
 
     return wrapper
@@ -25,48 +30,48 @@ def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:
 
 @_filter_errors
 def verify_links(plans: Any, hosts: Any, pattern: str = "all_pairs") -> list[dict[str, Any]]:
-    return vr.links(dict(plans or {}), list(hosts or []), pattern)
+    return verify_plan.links(dict(plans or {}), list(hosts or []), pattern)
 
 
 @_filter_errors
 def verify_schedule(
     links: Any, hosts: Any, pattern: str = "all_pairs", directions: str = "both", max_concurrent: Any = 0
 ) -> list[list[dict[str, Any]]]:
-    return vr.schedule(links, list(hosts or []), pattern, directions, max_concurrent)
+    return verify_plan.schedule(links, list(hosts or []), pattern, directions, max_concurrent)
 
 
 @_filter_errors
 def verify_role(round_: Any, host: str) -> dict[str, Any]:
-    return vr.role_in_round(list(round_ or []), host)
+    return verify_plan.role_in_round(list(round_ or []), host)
 
 
 @_filter_errors
 def verify_ping(text: Any) -> dict[str, Any]:
-    return vr.parse_ping(text)
+    return ping.rtt_stats(text)
 
 
 @_filter_errors
 def verify_thresholds(limits: Any) -> dict[str, Any]:
     if not isinstance(limits, dict):
-        raise vr.VerifyError(f"thresholds must be a mapping, got {limits!r}")
-    return vr.thresholds(**limits)
+        raise verify_plan.VerifyError(f"thresholds must be a mapping, got {limits!r}")
+    return thresholds(**limits)
 
 
 @_filter_errors
 def verify_gate(
     port_info: Any, host: str, rdma_required: Any = True, require_active: Any = True, sysfs_root: str = "/sys"
 ) -> dict[str, Any]:
-    return vr.gate(port_info, host, rdma_required, require_active, sysfs_root)
+    return verify_parse.gate(port_info, host, rdma_required, require_active, sysfs_root)
 
 
 @_filter_errors
 def verify_env_file(text: Any) -> dict[str, str]:
-    return vr.parse_env_file(text)
+    return verify_parse.parse_env_file(text)
 
 
 @_filter_errors
 def verify_collective(runs: Any, master: str) -> dict[str, Any]:
-    return vr.collective_result(dict(runs or {}), master)
+    return verify_parse.collective_result(dict(runs or {}), master)
 
 
 class FilterModule:

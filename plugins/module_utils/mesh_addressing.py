@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils import ping as ping_cmd
+
 try:
     from netaddr import AddrFormatError, IPAddress, IPNetwork
 
@@ -468,7 +470,7 @@ def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
     the node address is pinged from our node address. Switched: each peer's fabric address.
     Every ping is don't-fragment at the MTU (payload = MTU - 28 bytes of IPv4 + ICMP headers).
     """
-    size = int(mtu) - 28
+    size = ping_cmd.df_payload(mtu)
     checks: list[dict[str, Any]] = []
     if plan.get("topology") == "switched":
         fabric = plan["fabric"]
@@ -527,9 +529,6 @@ def expected_addresses(plan: Mapping[str, Any]) -> list[dict[str, str]]:
     return out
 
 
-_RTT = re.compile(r"= [0-9.]+/([0-9.]+)/")
-
-
 def verify_results(
     checks: Sequence[Mapping[str, Any]], routes: Sequence[Any], pings: Sequence[Any]
 ) -> list[dict[str, Any]]:
@@ -543,7 +542,6 @@ def verify_results(
         except (ValueError, AttributeError, IndexError):
             dev = ""
         ping_ok = ping.get("rc") == 0
-        match = _RTT.search(ping.get("stdout") or "")
         entry = {
             "dst": check["dst"],
             "kind": check["kind"],
@@ -552,7 +550,7 @@ def verify_results(
             "dev": dev,
             "route_ok": dev == check["expected_dev"],
             "ping_ok": ping_ok,
-            "rtt_ms": float(match.group(1)) if match else None,
+            "rtt_ms": ping_cmd.parse(ping.get("stdout") or "")["avg_ms"],
         }
         entry["ok"] = entry["route_ok"] and ping_ok
         if not entry["ok"]:

@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils import ping
+
 GENERATE = ["netplan", "generate"]
 RELOAD = ["networkctl", "reload"]
 
@@ -70,10 +72,8 @@ def parse_expect(raw: Sequence[Any]) -> list[tuple[str, str]]:
 
 
 def ping_argv(target: Target, wait_s: int = 1) -> list[str]:
-    argv = ["ping", "-n", "-q", "-c", "1", "-W", str(wait_s)]
-    if target.size:
-        argv += ["-M", "do", "-s", str(target.size)]
-    return [*argv, target.address]
+    """One quiet echo: only the exit status is read."""
+    return ping.argv(target.address, wait_s=wait_s, size=target.size, quiet=True)
 
 
 def probe_parallel(targets: Sequence[Target], wait_s: int = 1) -> list[bool]:

@@ -30,68 +30,33 @@ options:
     choices: [server, client]
   mode:
     description: V(rdma) runs perftest, V(tcp) runs iperf3.
-    type: str
     default: rdma
-    choices: [rdma, tcp]
   test:
-    description: The perftest test (RDMA mode only; TCP mode always measures bandwidth).
-    type: str
-    default: write_bw
     choices: [write_bw, send_bw, read_bw, write_lat, send_lat, read_lat]
   server:
     description: Address of the peer running the server (client only).
-    type: str
   port:
-    description: TCP port of the server (perftest's C(-p), iperf3's C(-p)).
-    type: int
     default: 18515
-  bind_address:
-    description: Local address to bind (iperf3 C(-B)), to pin the traffic to one link.
-    type: str
   device:
-    description: RDMA device (C(-d)). Defaults to the first ACTIVE port's device.
-    type: str
+    description:
+      - RDMA device (perftest C(-d)).
+      - Defaults to the first ACTIVE port's device.
   ib_port:
-    description: RDMA device port (C(-i)). Defaults to the discovered port.
-    type: int
+    description:
+      - RDMA device port (perftest C(-i)).
+      - Defaults to the discovered port.
   gid_index:
-    description: GID index (C(-x)). Defaults to the discovered RoCE v2 IPv4 GID index on Ethernet ports.
-    type: int
-  size:
-    description: Message size in bytes (perftest C(-s), iperf3 C(-l)).
-    type: int
-  duration:
-    description: Seconds of traffic for bandwidth tests (perftest C(-D), iperf3 C(-t)).
-    type: int
-    default: 5
-  iterations:
-    description: Iterations of latency tests (perftest C(-n)).
-    type: int
-    default: 1000
-  parallel:
-    description: Parallel streams (iperf3 C(-P)) or queue pairs (perftest C(-q)).
-    type: int
-    default: 1
+    description:
+      - GID index (perftest C(-x)).
+      - Defaults to the discovered RoCE v2 IPv4 GID index on Ethernet ports.
   timeout:
     description:
       - Seconds after which this side is killed.
       - The server needs a larger value than the client (it also waits for the client to start).
-    type: int
-    default: 60
   connect_timeout:
-    description: Seconds the client keeps retrying while the server does not listen yet.
-    type: int
     default: 15
-  interface:
-    description: Netdev whose C(/sys/class/net/IF/speed) gives the line rate in TCP mode.
-    type: str
-  line_rate_gbps:
-    description:
-      - Line rate for O(min_fraction_of_line_rate).
-      - Defaults to the RDMA port rate (RDMA mode) or the speed of O(interface) (TCP mode).
-    type: float
   min_fraction_of_line_rate:
-    description: Fail when bandwidth is below this fraction of the line rate (client only).
+    description: Fail when bandwidth is below this fraction of O(line_rate_gbps) (client only).
     type: float
   min_gbps:
     description: Fail when bandwidth is below this many Gb/s (client only).
@@ -112,21 +77,8 @@ options:
     description: In RDMA mode, fail when the host has no RDMA device; with V(false) report C(available=false).
     type: bool
     default: true
-  sysfs_root:
-    description: Where sysfs is mounted (for RDMA discovery and interface speed).
-    type: path
-    default: /sys
-attributes:
-  check_mode:
-    description: Can run in check_mode; nothing is run and the result says so.
-    support: full
-  diff_mode:
-    description: Nothing changes, so there is no diff.
-    support: none
-  platform:
-    description: Linux hosts with perftest (RDMA mode) or iperf3 (TCP mode).
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.link_test
 seealso:
   - module: rdmaops.cluster.rdma_port_info
 """
@@ -229,7 +181,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import bandwidth, rdma_sysfs
+from ansible_collections.rdmaops.cluster.plugins.module_utils import bandwidth, link_test, rdma_sysfs
 
 
 def _discover(module: AnsibleModule, params: dict) -> dict | None:
@@ -251,46 +203,33 @@ def _discover(module: AnsibleModule, params: dict) -> dict | None:
 
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "role": {"type": "str", "required": True, "choices": ["server", "client"]},
-            "mode": {"type": "str", "default": "rdma", "choices": ["rdma", "tcp"]},
-            "test": {"type": "str", "default": "write_bw", "choices": list(bandwidth.PERFTEST_TOOLS)},
-            "server": {"type": "str"},
-            "port": {"type": "int", "default": 18515},
-            "bind_address": {"type": "str"},
-            "device": {"type": "str"},
-            "ib_port": {"type": "int"},
-            "gid_index": {"type": "int"},
-            "size": {"type": "int"},
-            "duration": {"type": "int", "default": 5},
-            "iterations": {"type": "int", "default": 1000},
-            "parallel": {"type": "int", "default": 1},
-            "timeout": {"type": "int", "default": 60},
-            "connect_timeout": {"type": "int", "default": 15},
-            "interface": {"type": "str"},
-            "line_rate_gbps": {"type": "float"},
-            "min_fraction_of_line_rate": {"type": "float"},
-            "min_gbps": {"type": "float"},
-            "max_latency_us": {"type": "float"},
-            "fail_on_threshold": {"type": "bool", "default": True},
-            "label": {"type": "str"},
-            "rdma_required": {"type": "bool", "default": True},
-            "sysfs_root": {"type": "path", "default": "/sys"},
-        },
+        argument_spec=link_test.argument_spec(
+            {
+                "role": {"type": "str", "required": True, "choices": ["server", "client"]},
+                "mode": {"default": "rdma"},
+                "test": {"choices": list(bandwidth.PERFTEST_TOOLS)},
+                "port": {"default": 18515},
+                "connect_timeout": {"default": 15},
+                "min_fraction_of_line_rate": {"type": "float"},
+                "min_gbps": {"type": "float"},
+                "max_latency_us": {"type": "float"},
+                "fail_on_threshold": {"type": "bool", "default": True},
+                "label": {"type": "str"},
+                "rdma_required": {"type": "bool", "default": True},
+            }
+        ),
         required_if=[("role", "client", ["server"])],
         supports_check_mode=True,
     )
     params = dict(module.params)
-    for name in ("port", "duration", "iterations", "parallel", "timeout"):
-        if params[name] is None or params[name] < 1:
-            module.fail_json(msg=f"{name} must be a positive integer, got {params[name]}")
-    if params["port"] > 65535:
-        module.fail_json(msg=f"port must be at most 65535, got {params['port']}")
+    error = link_test.param_error(params, ports=("port",))
+    if error:
+        module.fail_json(msg=error)
     fraction = params["min_fraction_of_line_rate"]
     if fraction is not None and not 0 < fraction <= 1:
         module.fail_json(msg=f"min_fraction_of_line_rate must be in (0, 1], got {fraction}")
 
-    line_rate = params["line_rate_gbps"]
+    port_rate = None
     if params["mode"] == "rdma":
         try:
             port = _discover(module, params)
@@ -309,9 +248,16 @@ def main() -> None:
         params["ib_port"] = params["ib_port"] or port["port"]
         if params["gid_index"] is None and port["link_layer"] == "Ethernet":
             params["gid_index"] = port["roce_v2_ipv4_gid_index"]
-        line_rate = line_rate or port["rate_gbps"]
-    elif params["interface"] and line_rate is None:
-        line_rate = bandwidth.interface_speed_gbps(params["interface"], params["sysfs_root"])
+        port_rate = port["rate_gbps"]
+    line_rate = link_test.line_rate_gbps(
+        params["line_rate_gbps"],
+        params["mode"],
+        interface=params["interface"],
+        sysfs_root=params["sysfs_root"],
+        device=params["device"],
+        ib_port=params["ib_port"],
+        port_rate=port_rate,
+    )
 
     try:
         argv = bandwidth.build_command(params, params["role"])

@@ -24,51 +24,23 @@ author:
 options:
   mode:
     description: V(tcp) (iperf3 and ping) or V(rdma) (perftest).
-    type: str
     default: tcp
-    choices: [tcp, rdma]
+  test:
+    description: perftest bandwidth test (RDMA mode).
+    choices: [write_bw, send_bw, read_bw]
   server:
     description: The peer's address on this link.
-    type: str
     required: true
   port:
     description: TCP port of the bandwidth server.
-    type: int
     default: 5201
   bind_address:
     description: This node's address on the link (iperf3 C(-B), ping C(-I)).
-    type: str
   interface:
     description: This node's port of the link (counters, and its speed as the line rate when none is given).
-    type: str
     required: true
-  duration:
-    description: Seconds of traffic.
-    type: int
-    default: 5
-  parallel:
-    description: Parallel streams (iperf3 C(-P)) or queue pairs (perftest C(-q)).
-    type: int
-    default: 1
-  size:
-    description: Message size in bytes.
-    type: int
   connect_timeout:
-    description: Seconds to retry while a server is not listening yet.
-    type: int
     default: 20
-  timeout:
-    description: Seconds after which a measurement is killed.
-    type: int
-    default: 60
-  line_rate_gbps:
-    description: Line rate reported with the result; default the RDMA port rate or the port's speed.
-    type: float
-  test:
-    description: perftest bandwidth test (RDMA mode).
-    type: str
-    default: write_bw
-    choices: [write_bw, send_bw, read_bw]
   latency_test:
     description: perftest latency test (RDMA mode).
     type: str
@@ -78,19 +50,6 @@ options:
     description: TCP port of the perftest latency server (RDMA mode).
     type: int
     default: 5202
-  iterations:
-    description: Iterations of the perftest latency test.
-    type: int
-    default: 1000
-  device:
-    description: RDMA device of this link's port (RDMA mode).
-    type: str
-  ib_port:
-    description: RDMA device port (RDMA mode).
-    type: int
-  gid_index:
-    description: RoCE GID index (RDMA mode).
-    type: int
   ping_count:
     description: ICMP echoes in TCP mode (0 skips the latency measurement).
     type: int
@@ -99,21 +58,8 @@ options:
     description: Seconds between echoes (below 0.2 needs root).
     type: float
     default: 0.02
-  sysfs_root:
-    description: Where sysfs is mounted.
-    type: path
-    default: /sys
-attributes:
-  check_mode:
-    description: Nothing is measured in check mode.
-    support: full
-  diff_mode:
-    description: Not supported.
-    support: none
-  platform:
-    description: Linux (sysfs counters).
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.link_test
 seealso:
   - module: rdmaops.cluster.rdma_bandwidth
   - module: rdmaops.cluster.verify_report
@@ -174,11 +120,10 @@ error:
 """
 
 import os
-import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import bandwidth, rdma_sysfs, verify_report
+from ansible_collections.rdmaops.cluster.plugins.module_utils import bandwidth, link_test, ping
 
 
 def _tx_bytes(sysfs_root: str, interface: str) -> int | None:
@@ -191,52 +136,28 @@ def _tx_bytes(sysfs_root: str, interface: str) -> int | None:
         return None
 
 
-def _rdma_rate(sysfs_root: str, device: str | None, port: int | None) -> float | None:
-    try:
-        ports = rdma_sysfs.read_ports(sysfs_root)
-    except rdma_sysfs.RdmaSysfsError:
-        return None
-    for entry in ports:
-        if entry["device"] == device and (port is None or entry["port"] == port):
-            return entry["rate_gbps"]
-    return None
-
-
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "mode": {"type": "str", "default": "tcp", "choices": ["tcp", "rdma"]},
-            "server": {"type": "str", "required": True},
-            "port": {"type": "int", "default": 5201},
-            "bind_address": {"type": "str"},
-            "interface": {"type": "str", "required": True},
-            "duration": {"type": "int", "default": 5},
-            "parallel": {"type": "int", "default": 1},
-            "size": {"type": "int"},
-            "connect_timeout": {"type": "int", "default": 20},
-            "timeout": {"type": "int", "default": 60},
-            "line_rate_gbps": {"type": "float"},
-            "test": {"type": "str", "default": "write_bw", "choices": ["write_bw", "send_bw", "read_bw"]},
-            "latency_test": {
-                "type": "str",
-                "default": "send_lat",
-                "choices": ["write_lat", "send_lat", "read_lat"],
-            },
-            "latency_port": {"type": "int", "default": 5202},
-            "iterations": {"type": "int", "default": 1000},
-            "device": {"type": "str"},
-            "ib_port": {"type": "int"},
-            "gid_index": {"type": "int"},
-            "ping_count": {"type": "int", "default": 50},
-            "ping_interval": {"type": "float", "default": 0.02},
-            "sysfs_root": {"type": "path", "default": "/sys"},
-        },
+        argument_spec=link_test.argument_spec(
+            {
+                "mode": {"default": "tcp"},
+                "test": {"choices": link_test.BW_TESTS},
+                "server": {"required": True},
+                "port": {"default": 5201},
+                "interface": {"required": True},
+                "connect_timeout": {"default": 20},
+                "latency_test": {"type": "str", "default": "send_lat", "choices": link_test.LAT_TESTS},
+                "latency_port": {"type": "int", "default": 5202},
+                "ping_count": {"type": "int", "default": 50},
+                "ping_interval": {"type": "float", "default": 0.02},
+            }
+        ),
         supports_check_mode=True,
     )
     p = module.params
-    for name in ("port", "latency_port", "duration", "parallel", "timeout", "iterations"):
-        if p[name] < 1:
-            module.fail_json(msg=f"{name} must be a positive integer, got {p[name]}")
+    error = link_test.param_error(p, (*link_test.POSITIVE, "latency_port"))
+    if error:
+        module.fail_json(msg=error)
     if p["ping_count"] < 0:
         module.fail_json(msg=f"ping_count must be 0 or more, got {p['ping_count']}")
     common = {
@@ -259,13 +180,14 @@ def main() -> None:
     except bandwidth.BandwidthError as exc:
         module.fail_json(msg=str(exc))
     module.get_bin_path(argv[0], required=True)
-    line_rate = p["line_rate_gbps"]
-    if line_rate is None:
-        line_rate = (
-            _rdma_rate(p["sysfs_root"], p["device"], p["ib_port"])
-            if p["mode"] == "rdma"
-            else bandwidth.interface_speed_gbps(p["interface"], p["sysfs_root"])
-        )
+    line_rate = link_test.line_rate_gbps(
+        p["line_rate_gbps"],
+        p["mode"],
+        interface=p["interface"],
+        sysfs_root=p["sysfs_root"],
+        device=p["device"],
+        ib_port=p["ib_port"],
+    )
     result: dict = {
         "changed": False,
         "command": argv,
@@ -305,19 +227,15 @@ def main() -> None:
         except bandwidth.BandwidthError as exc:
             errors.append(f"latency: {exc}")
     elif p["ping_count"]:
-        ping = ["ping", "-n", "-c", str(p["ping_count"]), "-i", str(p["ping_interval"]), "-W", "2"]
-        ping += (["-I", p["bind_address"]] if p["bind_address"] else []) + [p["server"]]
         module.get_bin_path("ping", required=True)
-        timeout = p["ping_count"] * p["ping_interval"] + 10
-        try:
-            out = subprocess.run(ping, capture_output=True, text=True, timeout=timeout, check=False)
-            stats = verify_report.parse_ping(out.stdout)
+        stats, error = ping.measure(
+            p["server"], count=p["ping_count"], interval=p["ping_interval"], source=p["bind_address"]
+        )
+        if stats is not None:
             result["latency"] = stats
             result["latency_us"] = stats["median_us"]
-            if stats["received"] == 0:
-                errors.append(f"ping {p['server']}: no replies ({out.stderr.strip() or '100% loss'})")
-        except (subprocess.TimeoutExpired, verify_report.VerifyError) as exc:
-            errors.append(f"ping {p['server']}: {exc}")
+        if error:
+            errors.append(error)
     result["error"] = "; ".join(errors) or None
     module.exit_json(**result)
 

@@ -130,6 +130,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import verify_report as vr
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_plan import VerifyError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_thresholds import thresholds
 
 
 def main() -> None:
@@ -155,7 +157,7 @@ def main() -> None:
         module.fail_json(msg=f"name {name!r} must be a plain directory name other than 'latest'")
     meta = {"timestamp": timestamp, **params["meta"]}
     try:
-        limits = vr.thresholds(**params["thresholds"])
+        limits = thresholds(**params["thresholds"])
         report = vr.build_report(
             params["hosts"],
             params["measurements"],
@@ -167,7 +169,7 @@ def main() -> None:
         )
     except TypeError as exc:
         module.fail_json(msg=f"unknown threshold: {exc}")
-    except (vr.VerifyError, KeyError) as exc:
+    except (VerifyError, KeyError) as exc:
         module.fail_json(msg=f"cannot build the report: {exc}")
     directory = os.path.join(params["dest"], name)
     result = {
@@ -187,7 +189,7 @@ def main() -> None:
     latest = os.path.join(params["dest"], "latest") if params["latest_link"] else None
     try:
         result["paths"] = vr.write_report(report, directory, latest)
-    except (OSError, vr.VerifyError) as exc:
+    except (OSError, VerifyError) as exc:
         module.fail_json(msg=f"cannot write the report to {directory}: {exc}")
     result["changed"] = True
     module.exit_json(**result)
