@@ -2,8 +2,8 @@
 """Training recipes for playbooks, read and checked by the trainer's own code.
 
 The recipe files and their checks live in the trainer package (files/trainer/rdmaops_trainer); this reads them
-through that package's config module (PyYAML only, no torch), so a playbook and the trainer can never disagree
-on what a recipe means.
+through that package's config and layout modules (PyYAML only, no torch), so a playbook and the trainer can
+never disagree on what a recipe means or on how its batch is split over the ranks.
 """
 
 from __future__ import annotations
@@ -33,11 +33,12 @@ def override_args(overrides: dict[str, Any]) -> list[str]:
     return args
 
 
-def _trainer_config(trainer_src: str) -> Any:
+def _trainer_module(trainer_src: str, name: str) -> Any:
+    """``rdmaops_trainer.<name>`` from ``trainer_src`` (config and layout: PyYAML only, no torch)."""
     if trainer_src not in sys.path:
         sys.path.insert(0, trainer_src)
     try:
-        return importlib.import_module("rdmaops_trainer.config")
+        return importlib.import_module(f"rdmaops_trainer.{name}")
     except ImportError as exc:
         raise RecipeResolveError(
             f"trainer_src {trainer_src}: no rdmaops_trainer package there ({exc})"
@@ -56,7 +57,8 @@ def resolve(
     ``nodes``: the number of hosts the job will run on; it must equal the recipe's ``cluster.nodes``.
     ``check_paths``: also require the model, tokenizer and data paths to exist where this runs.
     """
-    config = _trainer_config(trainer_src)
+    config = _trainer_module(trainer_src, "config")
+    layouts = _trainer_module(trainer_src, "layout")
     args = override_args(overrides)
     try:
         rec = config.load_recipe(recipe, args)
@@ -67,25 +69,27 @@ def resolve(
             )
         if check_paths:
             config.check_paths(rec)
+        # the batch split over the recipe's cluster, as the trainer will compute it on WORLD_SIZE ranks
+        layout = layouts.BatchLayout.from_recipe(rec)
     except config.RecipeError as exc:
         raise RecipeResolveError(f"recipe {recipe}: {exc}") from exc
-    world = rec.cluster.world_size
-    dp = rec.dp_size(world)
     return {
         "recipe": rec.to_dict(),
         "overrides": args,
+        "layout": layout.to_dict(),
         "launch": {
             "name": rec.name,
             "strategy": rec.strategy.name,
             "device": rec.cluster.device,
             "nodes": rec.cluster.nodes,
             "procs_per_node": rec.cluster.procs_per_node,
-            "world_size": world,
-            "data_parallel": dp,
-            "global_batch_size": rec.train.global_batch_size,
+            "world_size": layout.world_size,
+            "data_parallel": layout.dp_size,
+            "global_batch_size": layout.global_batch_size,
+            # the recipe's value; a pipeline schedule cuts micro-batches of its own (layout.micro_batch_size)
             "micro_batch_size": rec.train.micro_batch_size,
-            # the pipeline schedule splits a replica's batch into its own microbatches instead
-            "grad_accum": None if rec.strategy.name == "pipeline" else rec.grad_accum(dp),
+            # null for the pipeline, whose schedule's micro-batches (layout.grad_accum) replace accumulation
+            "grad_accum": None if layout.pipelined else layout.grad_accum,
             "steps": rec.train.steps,
             "output_dir": str(rec.output_dir),
         },

@@ -83,6 +83,27 @@ overrides:
   type: list
   elements: str
   sample: ["train.lr=0.0001", "cluster.nodes=3"]
+layout:
+  description:
+    - How each optimizer step's batch is split over the recipe's cluster, as the trainer computes it
+      (C(rdmaops_trainer.layout.BatchLayout)).
+    - C(world_size), C(pipeline_stages) (1 without a pipeline), C(dp_size), C(global_batch_size),
+      C(micro_batch_size) (for the pipeline strategy the schedule's own micro-batch), C(grad_accum)
+      (micro-batches per step per data-parallel replica; for the pipeline strategy the schedule's
+      micro-batches), C(sequences_per_rank), C(seq_len), C(tokens_per_step), C(pipelined).
+  returned: success
+  type: dict
+  sample:
+    world_size: 3
+    pipeline_stages: 1
+    dp_size: 3
+    global_batch_size: 12
+    micro_batch_size: 2
+    grad_accum: 2
+    sequences_per_rank: 4
+    seq_len: 64
+    tokens_per_step: 768
+    pipelined: false
 launch:
   description:
     - C(name), C(strategy), C(device), C(nodes), C(procs_per_node), C(world_size), C(data_parallel),

@@ -16,12 +16,11 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
+from .errors import RecipeError
+from .layout import BatchLayout
+
 RECIPE_DIR = Path(__file__).resolve().parent / "recipes"
 STRATEGY_NAMES = ("ddp", "fsdp2", "zero3", "pipeline")
-
-
-class RecipeError(ValueError):
-    """A recipe (file, key or value) is invalid; the message names what is wrong."""
 
 
 @dataclass
@@ -214,16 +213,6 @@ class Recipe:
     def output_dir(self) -> Path:
         return Path(self.train.output_dir.format(name=self.name))
 
-    def grad_accum(self, dp_size: int) -> int:
-        """Micro-batches per optimizer step on each data-parallel rank."""
-        per_rank = self.train.global_batch_size // dp_size
-        return per_rank // self.train.micro_batch_size
-
-    def dp_size(self, world_size: int) -> int:
-        if self.strategy.name == "pipeline":
-            return world_size // self.strategy.pipeline.stages
-        return world_size
-
 
 # --------------------------------------------------------------------------- generic loader
 
@@ -385,7 +374,8 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         _positive(recipe.lora.r, "lora.r")
     _positive(recipe.cluster.nodes, "cluster.nodes")
     _positive(recipe.cluster.procs_per_node, "cluster.procs_per_node")
-    validate_world(recipe, recipe.cluster.world_size, source="cluster.nodes * cluster.procs_per_node")
+    # the batch must split evenly over the recipe's own cluster; the layout names the keys when it does not
+    BatchLayout.from_recipe(recipe)
     if world_size is not None and world_size != recipe.cluster.world_size:
         raise RecipeError(
             f"WORLD_SIZE {world_size} does not match cluster.nodes * cluster.procs_per_node = "
@@ -415,32 +405,6 @@ def check_paths(recipe: Recipe) -> None:
             raise RecipeError(f"{key}: {path} does not exist")
     if recipe.data.kind == "jsonl" and not Path(str(recipe.data.path)).is_file():
         raise RecipeError(f"data.path: {recipe.data.path} is not a file")
-
-
-def validate_world(recipe: Recipe, world_size: int, source: str = "WORLD_SIZE") -> None:
-    t, s = recipe.train, recipe.strategy
-    if s.name == "pipeline":
-        if world_size % s.pipeline.stages:
-            raise RecipeError(
-                f"strategy.pipeline.stages: {s.pipeline.stages} does not divide {source} = {world_size}"
-            )
-        dp = world_size // s.pipeline.stages
-        if t.global_batch_size % dp:
-            raise RecipeError(
-                f"train.global_batch_size: {t.global_batch_size} is not divisible by {dp} data-parallel "
-                f"pipeline replicas ({source} = {world_size})"
-            )
-        if (t.global_batch_size // dp) % s.pipeline.microbatches:
-            raise RecipeError(
-                f"strategy.pipeline.microbatches: {s.pipeline.microbatches} does not divide the "
-                f"{t.global_batch_size // dp} sequences per replica"
-            )
-        return
-    if t.global_batch_size % (t.micro_batch_size * world_size):
-        raise RecipeError(
-            f"train.global_batch_size: {t.global_batch_size} is not a multiple of train.micro_batch_size "
-            f"{t.micro_batch_size} * {source} {world_size}"
-        )
 
 
 # --------------------------------------------------------------------------- loading

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .config import Recipe, RecipeError
+from .layout import BatchLayout
 from .tokenizer import Tokenizer
 
 IGNORE = -100
@@ -182,31 +183,23 @@ class StepSampler:
         return np.array([self._perm(int(e))[int(o)] for e, o in zip(epochs, offsets, strict=True)])
 
     def micro_batches(
-        self, data: PackedBlocks, step: int, dp_rank: int, dp_size: int, micro: int
+        self, data: PackedBlocks, step: int, dp_rank: int, layout: BatchLayout
     ) -> list[dict[str, torch.Tensor]]:
+        """Replica ``dp_rank``'s micro-batches of step ``step``, cut as ``layout`` says."""
+        if layout.global_batch_size != self.g:
+            raise ValueError(f"layout of {layout.global_batch_size} sequences per step, sampler of {self.g}")
         idx = self.global_indices(step)
-        per_rank = self.g // dp_size
-        mine = idx[dp_rank * per_rank : (dp_rank + 1) * per_rank]
-        return [data.batch(mine[i : i + micro]) for i in range(0, per_rank, micro)]
+        return [data.batch(idx[s]) for s in layout.micro_batch_slices(dp_rank)]
 
 
 def eval_batches(
-    data: PackedBlocks,
-    n_batches: int,
-    dp_rank: int,
-    dp_size: int,
-    micro: int,
-    global_batch: int | None = None,
+    data: PackedBlocks, n_batches: int, dp_rank: int, layout: BatchLayout
 ) -> list[dict[str, torch.Tensor]]:
-    """This rank's micro-batches of a fixed eval set: the first ``n_batches * global_batch`` eval blocks
-    (wrapping around), split like a training step, so the averaged eval loss is the same on any world size.
-    Without ``global_batch``: one micro-batch per rank per eval batch."""
-    if global_batch is None:
-        global_batch = dp_size * micro
-    per_rank = global_batch // dp_size
+    """This rank's micro-batches of a fixed eval set: the first ``n_batches * global_batch_size`` eval blocks
+    (wrapping around), split like a training step, so the averaged eval loss is the same on any world size."""
+    g = layout.global_batch_size
     out = []
     for k in range(n_batches):
-        start = k * global_batch + dp_rank * per_rank
-        for i in range(0, per_rank, micro):
-            out.append(data.batch([(start + i + j) % len(data) for j in range(micro)]))
+        for s in layout.micro_batch_slices(dp_rank):
+            out.append(data.batch([(k * g + p) % len(data) for p in range(s.start, s.stop)]))
     return out

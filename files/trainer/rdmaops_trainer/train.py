@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -74,9 +73,7 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
             strategy.load(latest)
             start_step = int(ckpt.read_meta(latest)["step"])
     t = recipe.train
-    dp_size, micro = strategy.dp_size, strategy.micro_batch_size
-    n_micro = t.global_batch_size // (dp_size * micro)
-    tokens_per_step = t.global_batch_size * recipe.data.seq_len
+    layout = strategy.layout
     peak = peak_flops(rt.device, rt.compute_dtype)
     logger.log(
         "start",
@@ -91,13 +88,13 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
         flops_per_token=fpt,
         train_blocks=len(train_data),
         eval_blocks=len(eval_data),
-        micro_batches_per_step=n_micro,
+        micro_batches_per_step=layout.grad_accum,
         start_step=start_step,
         steps=t.steps,
     )
 
-    sampler = StepSampler(len(train_data), t.global_batch_size, recipe.seed)
-    evals = eval_batches(eval_data, t.eval_batches, strategy.dp_rank, dp_size, micro, t.global_batch_size)
+    sampler = StepSampler(len(train_data), layout.global_batch_size, recipe.seed)
+    evals = eval_batches(eval_data, t.eval_batches, strategy.dp_rank, layout)
     last_loss = float("nan")
     last_eval: float | None = None
     window_start, window_steps = time.perf_counter(), 0
@@ -106,7 +103,7 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
     for step in range(start_step, t.steps):
         torch.manual_seed(step_seed(recipe.seed, step, rt.rank))
         lr = lr_at(recipe, step)
-        batches = sampler.micro_batches(train_data, step, strategy.dp_rank, dp_size, micro)
+        batches = sampler.micro_batches(train_data, step, strategy.dp_rank, layout)
         result = strategy.train_step(batches, lr)
         window_steps += 1
         steps_run += 1
@@ -116,7 +113,7 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
             last_loss = float(result.loss.item())
             grad_norm = float(result.grad_norm.item())
             elapsed = time.perf_counter() - window_start
-            tps = tokens_per_step * window_steps / elapsed
+            tps = layout.tokens_per_step * window_steps / elapsed
             logger.log(
                 "train",
                 step=done,
@@ -163,8 +160,3 @@ def evaluate(strategy: Strategy, batches: list[dict[str, torch.Tensor]]) -> floa
     for b in batches:
         total += strategy.eval_loss(b)
     return float(strategy.average_over_dp(total / len(batches)).item())
-
-
-def output_paths(recipe: Recipe) -> dict[str, Path]:
-    out = recipe.output_dir
-    return {"metrics": out / "metrics.jsonl", "plot": out / "loss.png", "checkpoints": out / "checkpoints"}

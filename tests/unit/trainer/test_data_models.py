@@ -20,6 +20,7 @@ from rdmaops_trainer.data import (
     read_jsonl,
     tokenize_records,
 )
+from rdmaops_trainer.layout import BatchLayout
 from rdmaops_trainer.models import GPT, HFCausalLM, build_model, count_params, flops_per_token, gpt_config
 from rdmaops_trainer.tokenizer import ByteTokenizer
 from rdmaops_trainer.train import lr_at
@@ -75,15 +76,18 @@ def test_step_order_is_a_function_of_step_and_independent_of_world_size() -> Non
     blocks = pack(*tokenize_records(({"text": t} for t in generate_corpus(200, 1)), tok, True), 16)
     sampler = StepSampler(len(blocks), 12, seed=3)
 
+    def layout(dp: int, micro: int) -> BatchLayout:
+        return BatchLayout.build(world_size=dp, global_batch_size=12, seq_len=16, micro_batch_size=micro)
+
     def step_ids(dp: int, micro: int) -> list[list[int]]:
-        mbs = [mb for r in range(dp) for mb in sampler.micro_batches(blocks, 5, r, dp, micro)]
+        mbs = [mb for r in range(dp) for mb in sampler.micro_batches(blocks, 5, r, layout(dp, micro))]
         return sorted(row.tolist() for mb in mbs for row in mb["input_ids"])
 
     assert step_ids(1, 2) == step_ids(2, 2) == step_ids(3, 4) == step_ids(6, 1)
-    assert len(eval_batches(blocks, 3, 0, 2, 2, 12)) == 9
+    assert len(eval_batches(blocks, 3, 0, layout(2, 2))) == 9
 
     def eval_ids(dp: int, micro: int) -> list[list[int]]:
-        mbs = [mb for r in range(dp) for mb in eval_batches(blocks, 3, r, dp, micro, 12)]
+        mbs = [mb for r in range(dp) for mb in eval_batches(blocks, 3, r, layout(dp, micro))]
         return sorted(row.tolist() for mb in mbs for row in mb["input_ids"])
 
     assert eval_ids(1, 4) == eval_ids(2, 2) == eval_ids(3, 1)

@@ -18,6 +18,7 @@ from conftest import records, run_trainer, tiny_args
 from rdmaops_trainer import lora
 from rdmaops_trainer.config import LoraConfig, RecipeError, load_recipe
 from rdmaops_trainer.data import eval_batches, load_datasets
+from rdmaops_trainer.layout import BatchLayout
 from rdmaops_trainer.models import build_model
 from rdmaops_trainer.tokenizer import build_tokenizer
 from safetensors.torch import load_file
@@ -189,8 +190,7 @@ def test_fsdp2_lora_trains_and_its_adapter_reproduces_the_eval_loss(fsdp2_lora: 
     _train, eval_data = load_datasets(r, tok, tok.vocab_size)
     model = peft.PeftModel.from_pretrained(build_model(r, vocab_size=tok.vocab_size), str(adapter)).eval()
     # the trainer's eval set, whole on one "rank": its mean is the mean the 2 ranks logged
-    t = r.train
-    batches = eval_batches(eval_data, t.eval_batches, 0, 1, t.micro_batch_size, t.global_batch_size)
+    batches = eval_batches(eval_data, r.train.eval_batches, 0, BatchLayout.from_recipe(r, world_size=1))
     with torch.no_grad():
         mean = sum(float(model(b["input_ids"], b["labels"])) for b in batches) / len(batches)
     logged = records(out, "eval")[-1]["eval_loss"]

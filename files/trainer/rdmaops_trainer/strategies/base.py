@@ -2,7 +2,8 @@
 
 Life cycle, driven by ``train.py`` (the same for every strategy):
 
-1. ``strategy = get_strategy(recipe.strategy.name)(recipe, runtime)`` after the process group exists.
+1. ``strategy = get_strategy(recipe.strategy.name)(recipe, runtime)`` after the process group exists;
+   ``strategy.layout`` (``layout.BatchLayout``) is how each step's batch is split over the ranks.
 2. The trainer builds the model on CPU in fp32 with the recipe's seed (``models.build_model``) inside
    ``strategy.init_context()``, applies LoRA (``lora.apply_lora(model, recipe.lora)``) when
    ``recipe.lora.enabled`` and gradient checkpointing when ``recipe.train.gradient_checkpointing``,
@@ -35,6 +36,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..config import Recipe
+from ..layout import BatchLayout
 from ..models import lm_loss
 from ..runtime import Runtime
 
@@ -57,6 +59,8 @@ class Strategy(abc.ABC):
     def __init__(self, recipe: Recipe, runtime: Runtime) -> None:
         self.recipe = recipe
         self.rt = runtime
+        # how each step's batch is split over this run's ranks (the one place it is computed)
+        self.layout = BatchLayout.from_recipe(recipe, runtime.world_size)
         self.model: nn.Module | None = None
         self.optimizer: torch.optim.Optimizer | None = None
 
@@ -68,7 +72,7 @@ class Strategy(abc.ABC):
 
     @property
     def dp_size(self) -> int:
-        return self.rt.world_size
+        return self.layout.dp_size
 
     @property
     def dp_group(self) -> dist.ProcessGroup | None:
@@ -78,7 +82,7 @@ class Strategy(abc.ABC):
     @property
     def micro_batch_size(self) -> int:
         """Sequences per micro-batch handed to ``train_step`` on this rank."""
-        return self.recipe.train.micro_batch_size
+        return self.layout.micro_batch_size
 
     # ------------------------------------------------------------------ set-up
     def init_context(self) -> contextlib.AbstractContextManager[object]:

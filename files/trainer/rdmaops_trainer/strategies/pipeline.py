@@ -90,45 +90,31 @@ class PipelineStrategy(Strategy):
     name = "pipeline"
 
     def __init__(self, recipe: Recipe, runtime: Runtime) -> None:
+        # the base class builds self.layout: (data-parallel x stage) grid, micro-batches per replica
         super().__init__(recipe, runtime)
-        opts = recipe.strategy.pipeline
-        self.stages = opts.stages
-        if runtime.world_size % self.stages:
-            raise RecipeError(
-                f"strategy.pipeline.stages: {self.stages} does not divide WORLD_SIZE {runtime.world_size}"
-            )
-        self.dp = runtime.world_size // self.stages
-        self.mesh = init_device_mesh(runtime.device.type, (self.dp, self.stages), mesh_dim_names=("dp", "pp"))
+        self.stages = self.layout.pipeline_stages
+        self.microbatches = self.layout.grad_accum
+        self.mesh = init_device_mesh(runtime.device.type, self.layout.mesh_shape, mesh_dim_names=("dp", "pp"))
         self.stage_index = self.mesh.get_local_rank("pp")
         self._dp_rank = self.mesh.get_local_rank("dp")
         self.pp_group = self.mesh.get_group("pp")
         self._dp_group = self.mesh.get_group("dp")
         # first + last stage of every pipeline share the tied embedding; every rank creates every group
         self.tie_group: dist.ProcessGroup | None = None
-        for d in range(self.dp):
-            ranks = [d * self.stages, d * self.stages + self.stages - 1]
+        for d in range(self.dp_size):
+            pipe = self.layout.pipeline_ranks(d)
+            ranks = [pipe[0], pipe[-1]]
             group = dist.new_group(ranks)
             if runtime.rank in ranks:
                 self.tie_group = group
-        per_replica = recipe.train.global_batch_size // self.dp
-        self.microbatches = opts.microbatches
-        self._micro = per_replica // opts.microbatches
 
     @property
     def dp_rank(self) -> int:
         return self._dp_rank
 
     @property
-    def dp_size(self) -> int:
-        return self.dp
-
-    @property
     def dp_group(self) -> dist.ProcessGroup | None:
         return self._dp_group
-
-    @property
-    def micro_batch_size(self) -> int:
-        return self._micro
 
     @property
     def is_first(self) -> bool:
@@ -179,11 +165,11 @@ class PipelineStrategy(Strategy):
 
     def _sync_gradients(self) -> None:
         params = [p for p in self.trainable_parameters() if p.grad is not None]
-        if self.dp > 1:
+        if self.dp_size > 1:
             for p in params:
                 assert p.grad is not None
                 dist.all_reduce(p.grad, group=self._dp_group)
-                p.grad /= self.dp
+                p.grad /= self.dp_size
         tied = self.module().tied_weight()  # type: ignore[operator]
         if tied is not None and tied.grad is not None and self.tie_group is not None:
             dist.all_reduce(tied.grad, group=self.tie_group)

@@ -26,6 +26,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..config import Recipe, RecipeError
+from ..layout import BatchLayout
 from ..runtime import Runtime
 from .base import Batch, Strategy
 
@@ -38,11 +39,8 @@ _MODEL_STATES = re.compile(r"zero_pp_rank_(\d+)_mp_rank_\d+_model_states\.pt$")
 def ds_config(recipe: Recipe, dp_size: int, cuda: bool) -> dict[str, Any]:
     """The DeepSpeed config for ``recipe`` on ``dp_size`` data-parallel ranks (pure: unit-tested)."""
     t, z = recipe.train, recipe.strategy.zero3
-    if t.global_batch_size % (t.micro_batch_size * dp_size):
-        raise RecipeError(
-            f"train.global_batch_size: {t.global_batch_size} is not a multiple of train.micro_batch_size "
-            f"{t.micro_batch_size} * {dp_size} data-parallel ranks"
-        )
+    # ZeRO-3 has no pipeline: dp_size ranks split the batch (errors call them "data-parallel ranks")
+    layout = BatchLayout.from_recipe(recipe, dp_size, source=None)
     for key in ("reduce_bucket_size", "prefetch_bucket_size", "max_live_parameters", "max_reuse_distance"):
         if getattr(z, key) <= 0:
             raise RecipeError(f"strategy.zero3.{key}: {getattr(z, key)!r} must be > 0")
@@ -81,8 +79,8 @@ def ds_config(recipe: Recipe, dp_size: int, cuda: bool) -> dict[str, Any]:
     if z.offload_params:
         zero["offload_param"] = {"device": "cpu", "pin_memory": cuda}
     return {
-        "train_micro_batch_size_per_gpu": t.micro_batch_size,
-        "gradient_accumulation_steps": t.global_batch_size // (t.micro_batch_size * dp_size),
+        "train_micro_batch_size_per_gpu": layout.micro_batch_size,
+        "gradient_accumulation_steps": layout.grad_accum,
         "gradient_clipping": t.grad_clip,
         "bf16": {"enabled": precision == "bf16"},
         "fp16": {"enabled": False},

@@ -56,6 +56,30 @@ def test_overrides_reach_the_recipe_and_the_trainer_arguments() -> None:
     assert out["overrides"] == ["train.lr=0.002", "cluster.nodes=2", "train.global_batch_size=8"]
 
 
+def test_the_layout_is_the_trainers_and_agrees_with_the_launch_plan() -> None:
+    # the trainer's BatchLayout as a dict: the same split the ranks will compute on WORLD_SIZE processes
+    out = resolve(TRAINER, "tiny", {"cluster.nodes": 2, "train.global_batch_size": 8}, nodes=2)
+    launch, layout = out["launch"], out["layout"]
+    assert layout == {
+        "world_size": 2,
+        "pipeline_stages": 1,
+        "global_batch_size": 8,
+        "micro_batch_size": 2,
+        "grad_accum": 2,
+        "seq_len": 64,
+        "dp_size": 2,
+        "pipelined": False,
+        "sequences_per_rank": 4,
+        "tokens_per_step": 512,
+    }
+    assert (launch["data_parallel"], launch["grad_accum"]) == (layout["dp_size"], layout["grad_accum"])
+    # a pipeline: no accumulation in the launch plan; the layout has the schedule's micro-batches
+    out = resolve(TRAINER, "gpt2-pipeline", {"strategy.pipeline.microbatches": 4})
+    assert out["launch"]["grad_accum"] is None and out["launch"]["data_parallel"] == 1
+    assert (out["layout"]["grad_accum"], out["layout"]["micro_batch_size"]) == (4, 16)
+    assert out["layout"]["pipeline_stages"] == 2 and out["layout"]["pipelined"] is True
+
+
 @pytest.mark.parametrize(
     ("recipe", "overrides", "kwargs", "message"),
     [
