@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import inspect
 import math
-from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -261,21 +259,3 @@ def flops_per_token(model: nn.Module, seq_len: int) -> float:
     heads = getattr(cfg, "num_attention_heads", 0)
     head_dim = getattr(cfg, "head_dim", None) or (getattr(cfg, "hidden_size", 0) // max(heads, 1))
     return 6.0 * n + 12.0 * layers * heads * head_dim * seq_len
-
-
-def model_summary(model: nn.Module) -> dict[str, Any]:
-    return {
-        "class": type(model.hf if isinstance(model, HFCausalLM) else model).__name__,
-        "params": count_params(model),
-        "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
-    }
-
-
-def known_gpt_fields() -> set[str]:
-    return {f.name for f in fields(GPTConfig)}
-
-
-def check_model_path(recipe: Recipe) -> list[Path]:
-    """Paths the model needs (for validation before any process group exists)."""
-    m = recipe.model
-    return [Path(m.path)] if m.kind == "hf" and m.path else []
