@@ -1,8 +1,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node side of train.yml's watcher: run as ``python3 - UNIT METRICS LOG INTERVAL OFFSET`` over SSH (this
-source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one JSON line: the unit's state and the
-metrics records added since the last line (rank 0's metrics.jsonl, on the master only). Each line doubles as a
-heartbeat; the last one, once the unit is no longer running, carries the tail of the job's log.
+"""The node side of train.yml's watcher: run as ``python3 - UNIT METRICS LOG INTERVAL OFFSET`` over SSH
+(this source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one JSON line: the
+unit's state and the metrics records added since the last line (rank 0's metrics.jsonl, on the master only).
+Each line doubles as a heartbeat; the last one, once the unit is no longer running, carries the tail of the job's log.
 """
 
 from __future__ import annotations

@@ -188,7 +188,8 @@ def preflight_report(
         f = facts.get(host) or {"unreachable": True, "msg": "no result"}
         if f.get("unreachable"):
             errors.append(
-                f"{host}: unreachable ({_first_line(f.get('msg'))}); bring it back or leave it out with --limit"
+                f"{host}: unreachable ({_first_line(f.get('msg'))}); bring it back or leave it out with "
+                "--limit"
             )
         elif f.get("failed"):
             errors.append(f"{host}: preflight failed: {_first_line(f.get('msg'))}")
@@ -213,8 +214,10 @@ def preflight_report(
             and unit.get("SubState") != "exited"
         ):
             errors.append(
-                f"{host}: job {launch.get('job')} is already running there ({unit.get('Id')}, {unit.get('SubState')}"
-                f" since {unit.get('ActiveEnterTimestamp') or '?'}); see playbooks/train_status.yml, stop it with "
+                f"{host}: job {launch.get('job')} is already running there ({unit.get('Id')}, "
+                f"{unit.get('SubState')}"
+                f" since {unit.get('ActiveEnterTimestamp') or '?'}); see playbooks/train_status.yml, stop "
+                "it with "
                 "playbooks/train_stop.yml, or give this run another -e job=NAME"
             )
         where, free = facts[host].get("disk", ("?", 0.0))
@@ -248,7 +251,8 @@ def _compare_versions(facts: Mapping[str, Any], hosts: Sequence[str], errors: li
             have = facts[host].get("versions", {}).get(key)
             if have != want:
                 errors.append(
-                    f"{host}: {key} {have or 'missing'} differs from {ref}'s {want or 'missing'}: every node needs "
+                    f"{host}: {key} {have or 'missing'} differs from {ref}'s {want or 'missing'}: every "
+                    "node needs "
                     "the same environment (run site.yml, role python_env, on all nodes)"
                 )
 
@@ -263,7 +267,8 @@ def _check_world(
         gpus = int(facts[host].get("gpus", 0))
         if gpus < want:
             errors.append(
-                f"{host}: {gpus} GPU(s) visible, the recipe needs cluster.procs_per_node={want} cuda processes per "
+                f"{host}: {gpus} GPU(s) visible, the recipe needs cluster.procs_per_node={want} cuda "
+                "processes per "
                 f"node (world size {launch.get('world_size')} = {launch.get('nodes')} nodes x {want})"
             )
 
@@ -276,12 +281,14 @@ def _check_paths(facts: Mapping[str, Any], hosts: Sequence[str], errors: list[st
             mine = next((p for p in facts[host].get("paths", []) if p["path"] == path), {"exists": False})
             if not mine.get("exists"):
                 errors.append(
-                    f"{host}: {what} {path} does not exist: copy it there (or -e sync_data=true copies it from "
+                    f"{host}: {what} {path} does not exist: copy it there (or -e sync_data=true copies it "
+                    "from "
                     f"{ref})"
                 )
             elif host != ref and facts[ref]["paths"] and mine.get("fingerprint") != _find(facts[ref], path):
                 errors.append(
-                    f"{host}: {what} {path} differs from {ref}'s ({mine.get('files')} files, {mine.get('bytes')} "
+                    f"{host}: {what} {path} differs from {ref}'s ({mine.get('files')} files, "
+                    f"{mine.get('bytes')} "
                     f"bytes): make them identical, or -e sync_data=true copies {ref}'s"
                 )
 
@@ -295,7 +302,8 @@ def _check_interfaces(facts: Mapping[str, Any], hosts: Sequence[str], errors: li
         for name, st in facts[host].get("interfaces", {}).items():
             if not st.get("exists"):
                 errors.append(
-                    f"{host}: interface {name}, named in {facts[host].get('env_file')}, does not exist: run site.yml "
+                    f"{host}: interface {name}, named in {facts[host].get('env_file')}, does not exist: run "
+                    "site.yml "
                     "(mesh_network, nccl_env) or fix the NCCL/gloo socket interface"
                 )
             elif not st.get("up"):
@@ -324,8 +332,10 @@ def _check_output(
             notes.append(f"output {out} is shared by all nodes: checkpoints can be resumed on any nodes")
         else:
             notes.append(
-                f"output {out} is not shared between nodes ({', '.join(h for h in others if h not in shared)} do "
-                "not see the master's files): checkpoints stay node-local, and resume needs the same nodes in the "
+                f"output {out} is not shared between nodes "
+                f"({', '.join(h for h in others if h not in shared)} do "
+                "not see the master's files): checkpoints stay node-local, and resume needs the same nodes "
+                "in the "
                 "same order"
             )
     ck = facts.get(master, {}).get("checkpoints") or {}

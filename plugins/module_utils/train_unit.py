@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The transient systemd unit that runs one node's part of a training job (see plugins/modules/train_unit.py)."""
+"""The transient systemd unit that runs one node's part of a training job (plugins/modules/train_unit.py)."""
 
 from __future__ import annotations
 

@@ -164,14 +164,16 @@ class JobWatch:
             also = [v.name for v in failed if v is not first]
             where = f"rank {rank}" if rank is not None else "its launcher"
             msg = (
-                f"job {self.job} failed on {first.name} (node rank {first.node_rank}, {where}): {cause['why']}"
-                + (f"; then also on {', '.join(also)}" if also else "")
+                f"job {self.job} failed on {first.name} (node rank {first.node_rank}, {where}): "
+                f"{cause['why']}" + (f"; then also on {', '.join(also)}" if also else "")
             )
             return Outcome("failed", msg, first.name, first.node_rank, rank, first.log_tail)
         for v in self.nodes.values():
             if v.stream_error:
                 return Outcome(
-                    "lost", f"job {self.job}: lost {v.name} (node rank {v.node_rank}): {v.stream_error}", v.name,
+                    "lost",
+                    f"job {self.job}: lost {v.name} (node rank {v.node_rank}): {v.stream_error}",
+                    v.name,
                     v.node_rank,
                 )  # fmt: skip
             if v.phase in ("running", "starting") and v.last_seen and now - v.last_seen > self.lost_timeout:
@@ -200,7 +202,8 @@ class JobWatch:
             which = "train_stall_timeout" if self.last_train is not None else "train_startup_timeout"
             return Outcome(
                 "hung",
-                f"job {self.job} hung: no progress for {human_duration(quiet)} at {at} ({which}={int(limit)} s); "
+                f"job {self.job} hung: no progress for {human_duration(quiet)} at {at} "
+                f"({which}={int(limit)} s); "
                 "a rank is stuck or frozen",
                 self.master,
                 0,
@@ -241,15 +244,14 @@ class JobWatch:
 
     def summary(self, now: float) -> str:
         end = self.end_record or {}
+        last_step = self.last_train.get("step") if self.last_train else "?"
         evals = [e["eval_loss"] for e in self.evals if e.get("eval_loss") is not None]
         tps = (
             [float(self.last_train["tokens_per_s"])]
             if self.last_train and self.last_train.get("tokens_per_s")
             else []
         )
-        parts = [
-            f"job {self.job} finished: step {end.get('step', self.last_train.get('step') if self.last_train else '?')}"
-        ]
+        parts = [f"job {self.job} finished: step {end.get('step', last_step)}"]
         if end.get("loss") is not None:
             parts.append(f"final loss {float(end['loss']):.4f}")
         if end.get("eval_loss") is not None:
@@ -303,9 +305,10 @@ SSH_OPTIONS = [
 def agent_argv(
     hostvars: Mapping[str, Any], name: str, *, unit: str, metrics: str, log: str, interval: float, offset: int
 ) -> list[str]:
-    """How to run the agent on a node, from its inventory variables (ssh, or local for ansible_connection=local).
+    """How to run the agent on a node, from its inventory variables (ssh; local for ansible_connection=local).
 
-    The agent's source goes to the remote Python's stdin; the connection settings are the ones Ansible uses for
+    The agent's source goes to the remote Python's stdin; the connection settings are the ones Ansible uses
+
     that host (address, port, user, key, common and extra ssh arguments).
     """
     python = str(hostvars.get("ansible_python_interpreter") or "/usr/bin/python3")

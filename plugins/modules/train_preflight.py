@@ -10,13 +10,13 @@ module: train_preflight
 short_description: Report what a node offers a training job, for train.yml's preflight
 version_added: "0.1.0"
 description:
-  - Reads, and changes nothing: the venv's versions (Python, torch, NCCL, DeepSpeed, the trainer,
-    transformers; from package metadata, without importing torch), the GPUs visible, the NCCL/gloo environment
-    file and the state and IPv4 address of the interfaces it names, fingerprints of the recipe's input paths
-    (sha256 of small files, size and mtime of large ones), whether the rendezvous port listens, the job's unit,
-    free disk where the output goes, and the checkpoints already there.
-  - The controller compares every node's report in one go (filter C(rdmaops.cluster.train_preflight_report)),
-    so one run lists every problem with its node, value and fix.
+  - Reads and changes nothing. It reports the venv's versions (Python, torch, NCCL, DeepSpeed, the trainer,
+    transformers; from package metadata, without importing torch), the GPUs visible, the NCCL/gloo
+    environment file and the state and IPv4 address of the interfaces it names, fingerprints of the recipe's
+    input paths (sha256 of small files, size and mtime of large ones), whether the rendezvous port listens,
+    the job's unit, free disk where the output goes, and the checkpoints already there.
+  - The controller compares every node's report in one go (filter
+    C(rdmaops.cluster.train_preflight_report)), so one run lists every problem with its node, value and fix.
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -29,7 +29,7 @@ options:
     type: path
     required: true
   paths:
-    description: Recipe inputs, each C({what, path}) (as returned by the C(rdmaops.cluster.train_paths) filter).
+    description: Recipe inputs, each C({what, path}) (C(paths) of the train_launch_plan filter).
     type: list
     elements: dict
     default: []
@@ -132,7 +132,8 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl_env_file import parse_env_file
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl_env_file import parse as parse_env_file
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train_agent import parse_show
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train_launch import LaunchError, unit_name
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight import (

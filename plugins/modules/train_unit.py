@@ -11,8 +11,8 @@ short_description: Start, stop or inspect one node's part of a training job as a
 version_added: "0.1.0"
 description:
   - Runs a node's launcher command (torchrun or the DeepSpeed launcher) as the transient unit
-    C(rdmaops-train-<job>.service) with C(systemd-run), so it survives the SSH session, logs to the journal and
-    to a log file, and stopping it ends the whole process tree (C(KillMode=control-group)).
+    C(rdmaops-train-<job>.service) with C(systemd-run), so it survives the SSH session, logs to the journal
+    and to a log file, and stopping it ends the whole process tree (C(KillMode=control-group)).
   - The unit keeps its exit status after the job ends (C(RemainAfterExit=yes)), so status playbooks can tell
     a finished job from a failed one; the next launch of the same job clears it.
   - With O(wait_port), returns once the port listens on this node (the rendezvous store of node rank 0), or
@@ -125,8 +125,8 @@ metrics_offset:
   returned: when O(state=started) and O(metrics_file) is set
   type: int
 last_metrics:
-  description: The last record of each event (C(start), C(train), C(eval), C(checkpoint), C(end)) of the current
-    run in O(metrics_file).
+  description: The last record of each event (C(start), C(train), C(eval), C(checkpoint), C(end)) of the
+    current run in O(metrics_file).
   returned: when O(metrics_file) exists
   type: dict
 started:
@@ -139,6 +139,7 @@ import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train_agent import (
     last_records,
     parse_show,
@@ -272,7 +273,8 @@ def main() -> None:
                 break
             if time.time() > deadline:
                 module.fail_json(
-                    msg=f"port {p['wait_port']} did not listen within {p['wait_timeout']} s of starting {unit}",
+                    msg=f"port {p['wait_port']} did not listen within {p['wait_timeout']} s of starting "
+                    f"{unit}",
                     log_tail=tail(p["log_file"], p["tail_lines"]),
                     **result,
                 )

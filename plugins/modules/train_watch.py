@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: train_watch
-short_description: Follow a training job on every node until it ends; fail on the first failure, hang or lost node
+short_description: Follow a training job on every node until it ends, failed, hung or lost a node
 version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin). It opens one SSH stream per node with the host's inventory
@@ -139,6 +139,7 @@ job:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train_watch import ARGUMENT_SPEC
 
 

@@ -1,4 +1,5 @@
-"""train.yml's launch plan: unit names, launcher command lines, overrides, output paths (module_utils/train_launch)."""
+"""train.yml's launch plan: unit names, launcher command lines, overrides, output paths "
+"(module_utils/train_launch)."""
 
 from __future__ import annotations
 
@@ -52,8 +53,15 @@ def test_torchrun_plan_is_master_first_on_the_node_address() -> None:
     assert "--node-rank=2" in argv and "--nnodes=3" in argv and "--max-restarts=0" in argv
     assert "--master-addr=10.255.0.1" in argv and "--master-port=29500" in argv
     assert argv[argv.index("-m", 3) :] == [
-        "-m", "rdmaops_trainer", "--recipe", "tiny", "--set", "train.steps=30", "--set", "train.resume=never",
-    ]  # fmt: skip
+        "-m",
+        "rdmaops_trainer",
+        "--recipe",
+        "tiny",
+        "--set",
+        "train.steps=30",
+        "--set",
+        "train.resume=never",
+    ]
     assert plan["nodes"]["node3"]["command"].startswith(
         "/opt/rdmaops/venv/bin/python -m torch.distributed.run"
     )
@@ -108,7 +116,7 @@ def test_shorthands_merge_and_conflicts_are_refused() -> None:
         "train.warmup_steps": 100,
     }
     assert tl.merge_overrides({"train.steps": "50"}, {"steps": 50}) == {"train.steps": 50}
-    with pytest.raises(tl.LaunchError, match="-e steps=10 and recipe_overrides train.steps=20 disagree"):
+    with pytest.raises(tl.LaunchError, match=r"-e steps=10 and recipe_overrides train.steps=20 disagree"):
         tl.merge_overrides({"train.steps": 20}, {"steps": 10})
 
 

@@ -1,4 +1,5 @@
-"""train.yml's preflight: node-side readers and the one report over all nodes (module_utils/train_preflight)."""
+"""train.yml's preflight: node-side readers and the one report over all nodes "
+"(module_utils/train_preflight)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,23 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import train_preflight as tp
 
-VERSIONS = {"python": "3.11.2", "torch": "2.13.0", "nccl": None, "deepspeed": "0.19.8", "trainer": "0.1.0",
-            "transformers": "5.23.0"}  # fmt: skip
-LAUNCH = {"job": "tiny", "device": "cpu", "procs_per_node": 1, "nodes": 3, "world_size": 3, "steps": 30,
-          "output_dir_resolved": "/shared/train/tiny/runs/tiny"}  # fmt: skip
+VERSIONS = {
+    "python": "3.11.2",
+    "torch": "2.13.0",
+    "nccl": None,
+    "deepspeed": "0.19.8",
+    "trainer": "0.1.0",
+    "transformers": "5.23.0",
+}
+LAUNCH = {
+    "job": "tiny",
+    "device": "cpu",
+    "procs_per_node": 1,
+    "nodes": 3,
+    "world_size": 3,
+    "steps": 30,
+    "output_dir_resolved": "/shared/train/tiny/runs/tiny",
+}
 
 
 def node(**change: object) -> dict:
@@ -100,7 +114,8 @@ def test_different_data_is_named() -> None:
     facts = healthy()
     facts["node2"]["paths"] = [{**facts["node2"]["paths"][0], "fingerprint": "cd"}]
     assert report(facts)["errors"] == [
-        "node2: data.path /d differs from node1's (1 files, 9 bytes): make them identical, or -e sync_data=true "
+        "node2: data.path /d differs from node1's (1 files, 9 bytes): make them identical, or -e "
+        "sync_data=true "
         "copies node1's"
     ]
 
@@ -116,8 +131,8 @@ def test_output_holding_a_run_needs_resume_or_a_new_job() -> None:
     out = report(facts, resume="latest")
     assert out["errors"] == []
     assert (
-        "checkpoint step_00000030 in /shared/train/tiny/runs/tiny is incomplete (no COMPLETE marker): it will be skipped"
-        in out["notes"]
+        "checkpoint step_00000030 in /shared/train/tiny/runs/tiny is incomplete (no COMPLETE marker): it "
+        "will be skipped" in out["notes"]
     )
     assert (
         "resume=latest: continuing from step 20 (/shared/train/tiny/runs/tiny/checkpoints/step_00000020)"
@@ -163,9 +178,12 @@ def test_ifnames_and_interface_state_from_ip_json() -> None:
 def test_listening_ports_from_proc_net_tcp() -> None:
     tcp = (
         "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-        "   0: 0100FF0A:7344 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 100 0\n"
-        "   1: 0100FF0A:7344 0200FF0A:9C40 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 20 4\n"
-        "   2: 0100007F:0016 0100007F:D3E2 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0 20 4\n"
+        "   0: 0100FF0A:7344 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0 "
+        "100 0\n"
+        "   1: 0100FF0A:7344 0200FF0A:9C40 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0 "
+        "20 4\n"
+        "   2: 0100007F:0016 0100007F:D3E2 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0 "
+        "20 4\n"
     )
     assert tp.listening_ports([tcp]) == {29508}
 

@@ -1,4 +1,5 @@
-"""train.yml's watcher: verdicts from the agents' lines, failure causes from real torchrun output, progress and
+"""train.yml's watcher: verdicts from the agents' lines, failure causes from real torchrun output, progress
+and
 summary lines, the SSH command per node (module_utils/train_watch, train_agent)."""
 
 from __future__ import annotations
@@ -11,10 +12,21 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils import train_watch
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 RUNNING = {"LoadState": "loaded", "ActiveState": "active", "SubState": "running", "Result": "success"}
-FAILED = {"LoadState": "loaded", "ActiveState": "failed", "SubState": "failed", "Result": "exit-code",
-          "ExecMainCode": "1", "ExecMainStatus": "1"}  # fmt: skip
-DONE = {"LoadState": "loaded", "ActiveState": "active", "SubState": "exited", "Result": "success",
-        "ExecMainStatus": "0"}  # fmt: skip
+FAILED = {
+    "LoadState": "loaded",
+    "ActiveState": "failed",
+    "SubState": "failed",
+    "Result": "exit-code",
+    "ExecMainCode": "1",
+    "ExecMainStatus": "1",
+}
+DONE = {
+    "LoadState": "loaded",
+    "ActiveState": "active",
+    "SubState": "exited",
+    "Result": "success",
+    "ExecMainStatus": "0",
+}
 
 
 def watch(**kw: float) -> tw.JobWatch:
@@ -35,7 +47,7 @@ def feed_all(w: tw.JobWatch, unit: dict, now: float, **line: object) -> None:
 
 
 def test_unit_phases_from_systemctl_show() -> None:
-    text = "Id=rdmaops-train-x.service\nLoadState=loaded\nActiveState=active\nSubState=exited\nResult=success\nExecMainStatus=0\n"
+    text = "Id=x\nLoadState=loaded\nActiveState=active\nSubState=exited\nResult=success\nExecMainStatus=0\n"
     assert ta.parse_show(text)["SubState"] == "exited"
     assert ta.unit_phase(ta.parse_show(text)) == "succeeded"
     assert ta.unit_phase(RUNNING) == "running"
@@ -49,12 +61,22 @@ def test_unit_phases_from_systemctl_show() -> None:
 def test_success_on_every_node_gives_the_summary() -> None:
     w = watch()
     feed_all(w, RUNNING, 1100, metrics=[])
-    w.feed("node1", {"phase": "running", "unit": RUNNING, "metrics": [
-        {"event": "start", "time": 1002}, {"event": "train", "step": 10, "loss": 4.0, "tokens_per_s": 9000, "time": 1010},
-        {"event": "eval", "step": 50, "eval_loss": 3.1}, {"event": "eval", "step": 100, "eval_loss": 3.2},
-        {"event": "train", "step": 100, "loss": 2.5, "tokens_per_s": 12000, "time": 1100},
-        {"event": "end", "step": 100, "loss": 2.5, "eval_loss": 3.2},
-    ]}, 1101)  # fmt: skip
+    w.feed(
+        "node1",
+        {
+            "phase": "running",
+            "unit": RUNNING,
+            "metrics": [
+                {"event": "start", "time": 1002},
+                {"event": "train", "step": 10, "loss": 4.0, "tokens_per_s": 9000, "time": 1010},
+                {"event": "eval", "step": 50, "eval_loss": 3.1},
+                {"event": "eval", "step": 100, "eval_loss": 3.2},
+                {"event": "train", "step": 100, "loss": 2.5, "tokens_per_s": 12000, "time": 1100},
+                {"event": "end", "step": 100, "loss": 2.5, "eval_loss": 3.2},
+            ],
+        },
+        1101,
+    )
     assert w.decide(1101) is None  # still running on the others
     feed_all(w, DONE, 1105)
     out = w.decide(1105)
@@ -116,7 +138,8 @@ def test_no_progress_for_the_stall_timeout_is_a_hang() -> None:
     out = w.decide(1071)
     assert out is not None and out.status == "hung"
     assert out.message == (
-        "job tiny hung: no progress for 1m01s at step 20 (train_stall_timeout=60 s); a rank is stuck or frozen"
+        "job tiny hung: no progress for 1m01s at step 20 (train_stall_timeout=60 s); a rank is stuck or "
+        "frozen"
     )
 
 
@@ -154,10 +177,18 @@ def test_a_silent_or_disconnected_node_is_lost() -> None:
 def test_progress_line_has_step_loss_rate_and_eta() -> None:
     w = watch()
     assert w.progress_line(1005).startswith("[tiny] starting (5s): node1 starting")
-    w.feed("node1", {"phase": "running", "unit": RUNNING, "metrics": [
-        {"event": "train", "step": 10, "loss": 4.0, "tokens_per_s": 900, "time": 1010},
-        {"event": "train", "step": 30, "loss": 3.5, "tokens_per_s": 1500, "time": 1030},
-    ]}, 1030)  # fmt: skip
+    w.feed(
+        "node1",
+        {
+            "phase": "running",
+            "unit": RUNNING,
+            "metrics": [
+                {"event": "train", "step": 10, "loss": 4.0, "tokens_per_s": 900, "time": 1010},
+                {"event": "train", "step": 30, "loss": 3.5, "tokens_per_s": 1500, "time": 1030},
+            ],
+        },
+        1030,
+    )
     assert (
         w.progress_line(1031) == "[tiny] step 30/100 (30%), loss 3.5000, 1.5k tok/s, ETA 1m10s, elapsed 31s"
     )
