@@ -2,7 +2,8 @@
 """The node side of train.yml's watcher: run as ``python3 - UNIT METRICS LOG INTERVAL OFFSET`` over SSH
 (this source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one JSON line: the
 unit's state and the metrics records added since the last line (rank 0's metrics.jsonl, on the master only).
-Each line doubles as a heartbeat; the last one, once the unit is no longer running, carries the tail of the job's log.
+Each line doubles as a heartbeat; the last one, once the unit is no longer running, carries the tail of the
+job's log.
 """
 
 from __future__ import annotations
