@@ -69,12 +69,12 @@ def test_mesh_network_defaults_make_a_valid_plan() -> None:
 def lab_group_vars() -> dict[str, Any]:
     lab = yaml.safe_load((ROOT / "roles/lab/defaults/main.yml").read_text())
     template = (ROOT / "roles/lab/templates/group_vars_all.yml.j2").read_text()
-    text = jinja2.Template(template, undefined=jinja2.StrictUndefined).render(
-        lab_name="mol",
-        lab_plan={"topology": "mesh", "mgmt_cidr": "10.98.0.0/24", "mgmt_host_ip": "10.98.0.1"},
-        lab_aptproxy_port=lab["lab_aptproxy_port"],
-        lab_wheelhouse_mount=lab["lab_wheelhouse_mount"],
-    )
+    context = {
+        **lab,
+        "lab_name": "mol",
+        "lab_plan": {"topology": "mesh", "mgmt_cidr": "10.98.0.0/24", "mgmt_host_ip": "10.98.0.1"},
+    }
+    text = jinja2.Template(template, undefined=jinja2.StrictUndefined).render(context)
     return yaml.safe_load(text)
 
 
