@@ -69,7 +69,8 @@ class ActionModule(ActionBase):
                 proc = subprocess.Popen(
                     argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
                 )
-                assert proc.stdin is not None and proc.stdout is not None
+                if proc.stdin is None or proc.stdout is None:
+                    raise AnsibleActionFail(f"train_watch: could not start the agent for {node}")
                 proc.stdin.write(source.encode())
                 proc.stdin.close()
                 os.set_blocking(proc.stdout.fileno(), False)
@@ -80,7 +81,7 @@ class ActionModule(ActionBase):
             outcome = None
             while outcome is None:
                 now = time.time()
-                for key, _ in sel.select(timeout=1.0):
+                for key, _events in sel.select(timeout=1.0):
                     node = key.data
                     chunk = key.fileobj.read()  # type: ignore[union-attr]
                     now = time.time()

@@ -281,15 +281,13 @@ def _check_paths(facts: Mapping[str, Any], hosts: Sequence[str], errors: list[st
             mine = next((p for p in facts[host].get("paths", []) if p["path"] == path), {"exists": False})
             if not mine.get("exists"):
                 errors.append(
-                    f"{host}: {what} {path} does not exist: copy it there (or -e sync_data=true copies it "
-                    "from "
-                    f"{ref})"
+                    f"{host}: {what} {path} does not exist: every node reads the same path (shared storage, "
+                    "or the same copy on each node)"
                 )
             elif host != ref and facts[ref]["paths"] and mine.get("fingerprint") != _find(facts[ref], path):
                 errors.append(
                     f"{host}: {what} {path} differs from {ref}'s ({mine.get('files')} files, "
-                    f"{mine.get('bytes')} "
-                    f"bytes): make them identical, or -e sync_data=true copies {ref}'s"
+                    f"{mine.get('bytes')} bytes): give every node the same copy"
                 )
 
 

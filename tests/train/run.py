@@ -141,6 +141,7 @@ def reset(lab: Lab, *jobs: str) -> None:
         subprocess.run(["rm", "-rf", str(lab.shared(f"/shared/train/{job}"))], check=False)
 
 
+GLM_ON_LAB = '{"recipe_overrides": {"cluster.nodes": 3, "train.global_batch_size": 48}}'
 SHORT = ["-e", "train_progress_interval=5"]
 
 
@@ -222,10 +223,10 @@ def fault(
     if pids:
         lab.ssh(victim, f"kill -{signal} {pids[0]}")
     try:
-        out, _ = proc.communicate(timeout=limit + 120)
+        out, _err = proc.communicate(timeout=limit + 120)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, _ = proc.communicate()
+        out, _err = proc.communicate()
     secs = time.monotonic() - t0
     left = {h: p for h, p in lab.trainers().items() if p}
     check(
@@ -290,14 +291,14 @@ def case_resume(lab: Lab) -> None:
             ),
             *SHORT,
         ]
-        rc, _, _ = lab.play("train.yml", "-e", f"job={ref}", *common)
+        rc, _out, _secs = lab.play("train.yml", "-e", f"job={ref}", *common)
         proc = lab.play_async("train.yml", "-e", f"job={job}", *common, "-e", "steps=40")
         stopped = wait_for_step(lab, job, 20, proc)
         lab.ssh(lab.hosts[1], f"pkill -9 -f '{TRAINER}'")
         proc.communicate(timeout=180)
-        rc2, out2, _ = lab.play("train.yml", "-e", f"job={job}", *common)
+        rc2, out2, _secs = lab.play("train.yml", "-e", f"job={job}", *common)
         refused = rc2 != 0 and "already holds a run" in out2
-        rc3, out3, _ = lab.play("train.yml", "-e", f"job={job}", "-e", "resume=latest", *common)
+        rc3, out3, _secs = lab.play("train.yml", "-e", f"job={job}", "-e", "resume=latest", *common)
         a, b = losses(metrics(lab, ref)), losses(metrics(lab, job))
         shared = [s for s in sorted(a) if s > 20 and s in b]
         worst = max((abs(a[s] - b[s]) for s in shared), default=float("inf"))
@@ -316,17 +317,17 @@ def case_resume(lab: Lab) -> None:
 
 
 def case_bad_inputs(lab: Lab) -> None:
-    rc, out, _ = lab.play("train.yml", "-e", "recipe=nope")
+    rc, out, _secs = lab.play("train.yml", "-e", "recipe=nope")
     check(
         "unknown recipe names the known ones",
         rc != 0 and "recipe 'nope' not found (known:" in out and "tiny" in out,
     )
-    rc, out, _ = lab.play("train.yml", "-e", "recipe=glm")
+    rc, out, _secs = lab.play("train.yml", "-e", "recipe=glm")
     check(
         "glm on the lab fails before launch (2 nodes x 8 GPUs)",
         rc != 0 and "cluster.nodes: the recipe asks for 2 node(s) but the play has 3" in out,
     )
-    rc, out, _ = lab.play("train.yml", "-e", "recipe=glm", "-e", '{"recipe_overrides": {"cluster.nodes": 3}}')
+    rc, out, _secs = lab.play("train.yml", "-e", "recipe=glm", "-e", GLM_ON_LAB)
     check(
         "glm with 3 nodes: model path missing and no GPUs, named per node",
         rc != 0
@@ -337,26 +338,26 @@ def case_bad_inputs(lab: Lab) -> None:
     lab.ssh(lab.hosts[2], 'mkdir -p /root/d && printf \'{"text": "hello world"}\\n\' > /root/d/t.jsonl')
     lab.ssh(lab.hosts[0], 'mkdir -p /root/d && printf \'{"text": "hello world"}\\n\' > /root/d/t.jsonl')
     over = json.dumps({"recipe_overrides": {"data.kind": "jsonl", "data.path": "/root/d/t.jsonl"}})
-    rc, out, _ = lab.play("train.yml", "-e", "recipe=tiny", "-e", "job=t-paths", "-e", over)
+    rc, out, _secs = lab.play("train.yml", "-e", "recipe=tiny", "-e", "job=t-paths", "-e", over)
     check(
         "a data path missing on one node is named",
         rc != 0 and f"{lab.hosts[1]}: data.path /root/d/t.jsonl does not exist" in out,
     )
     lab.ssh(lab.hosts[0], "systemd-run --unit=rdmaops-test-port python3 -m http.server --bind 0.0.0.0 29500")
     time.sleep(1.5)
-    rc, out, _ = lab.play("train.yml", "-e", "recipe=tiny", "-e", "job=t-port")
+    rc, out, _secs = lab.play("train.yml", "-e", "recipe=tiny", "-e", "job=t-port")
     lab.ssh(lab.hosts[0], "systemctl stop rdmaops-test-port")
     check(
         "a busy rendezvous port is named",
         rc != 0 and f"{lab.hosts[0]}: rendezvous port 29500 is already in use" in out,
     )
     reset(lab, "t-twice")
-    rc, out, _ = lab.play(
+    rc, out, _secs = lab.play(
         "train.yml", "-e", "recipe=tiny", "-e", "job=t-twice", "-e", "detach=true", "-e", "steps=2000"
     )
-    rc2, out2, _ = lab.play("train.yml", "-e", "recipe=tiny", "-e", "job=t-twice")
-    rc3, out3, _ = lab.play("playbooks/train_status.yml", "-e", "job=t-twice")
-    rc4, _, _ = lab.play("playbooks/train_stop.yml", "-e", "job=t-twice")
+    rc2, out2, _secs = lab.play("train.yml", "-e", "recipe=tiny", "-e", "job=t-twice")
+    rc3, out3, _secs = lab.play("playbooks/train_status.yml", "-e", "job=t-twice")
+    rc4, _out, _secs = lab.play("playbooks/train_stop.yml", "-e", "job=t-twice")
     left = {h: p for h, p in lab.trainers().items() if p}
     check(
         "detach, status, a second launch refused, stop",
@@ -414,7 +415,7 @@ CASES: dict[str, Callable[[Lab], None]] = {
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--inventory", required=True, type=Path)
     ap.add_argument("--only", nargs="*", choices=list(CASES))
     args = ap.parse_args()
@@ -426,7 +427,7 @@ def main() -> int:
         except Exception as exc:
             check(f"{name} ran", False, repr(exc))
         print(f"-- {name}: {time.monotonic() - start:.0f} s", flush=True)
-    failed = sum(1 for _, ok, _ in RESULTS if not ok)
+    failed = sum(1 for result in RESULTS if not result[1])
     print(f"{len(RESULTS) - failed} passed, {failed} failed")
     return 1 if failed else 0
 

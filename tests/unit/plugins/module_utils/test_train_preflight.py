@@ -114,9 +114,7 @@ def test_different_data_is_named() -> None:
     facts = healthy()
     facts["node2"]["paths"] = [{**facts["node2"]["paths"][0], "fingerprint": "cd"}]
     assert report(facts)["errors"] == [
-        "node2: data.path /d differs from node1's (1 files, 9 bytes): make them identical, or -e "
-        "sync_data=true "
-        "copies node1's"
+        "node2: data.path /d differs from node1's (1 files, 9 bytes): give every node the same copy"
     ]
 
 

@@ -98,7 +98,7 @@ def test_the_layout_is_the_trainers_and_agrees_with_the_launch_plan() -> None:
             {"check_paths": True},
             "recipe gpt2: tokenizer.path: /shared/models/gpt2 does not exist",
         ),
-        ("nope", {}, {}, "recipe 'nope' not found (known: glm, gpt2"),
+        ("nope", {}, {}, "recipe 'nope' not found (known: glm, glm-tiny, gpt2"),
     ],
 )
 def test_bad_input_is_named(recipe: str, overrides: dict, kwargs: dict, message: str) -> None:
