@@ -11,10 +11,9 @@ Ping output is read by module_utils/ping.py; the plan is in verify_plan (with Ve
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import rdma_sysfs
+from ansible_collections.rdmaops.cluster.plugins.module_utils import nccl_env_file, rdma_sysfs
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_plan import VerifyError
 
 # --------------------------------------------------------------------------- port gate
@@ -62,22 +61,12 @@ def gate(
 
 
 def parse_env_file(text: str) -> dict[str, str]:
-    """KEY=VALUE lines of an environment file (systemd EnvironmentFile / shell style, no expansion)."""
-    out: dict[str, str] = {}
-    for number, raw in enumerate(str(text).splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].strip()
-        key, sep, value = line.partition("=")
-        if not sep or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key.strip()):
-            raise VerifyError(f"environment file line {number} is not KEY=VALUE: {raw!r}")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        out[key.strip()] = value
-    return out
+    """KEY=VALUE lines of the NCCL launcher's environment file, read by the one parser of that format
+    (module_utils/nccl_env_file, which also writes it); a bad line is a VerifyError naming it."""
+    try:
+        return nccl_env_file.parse(str(text))
+    except nccl_env_file.EnvFileError as exc:
+        raise VerifyError(str(exc)) from exc
 
 
 def collective_result(runs: dict[str, Any], master: str) -> dict[str, Any]:

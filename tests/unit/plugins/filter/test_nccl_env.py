@@ -106,7 +106,7 @@ def test_extra_variables_and_registration() -> None:
 
 def test_dscp_and_gdr_level_have_no_default_in_the_filter() -> None:
     with pytest.raises(TypeError):
-        nccl_env("tcp", socket_ifname="eth0")  # type: ignore[call-arg]
+        nccl_env("tcp", socket_ifname="eth0")  # type: ignore[call-arg]  # pylint: disable=missing-kwoa
 
 
 def test_role_checks_use_the_filters_rules() -> None:
