@@ -96,7 +96,8 @@ def launcher_argv(
     torchrun: static rendezvous on node 0's address (so the store and the first connections use the mesh),
     no restarts (a restart is not coordinated across nodes: the controller decides). deepspeed: its own
     launcher per node without ssh; it needs a hostfile that lists every node, and an explicit master address
-    (without one it ssh-es to the first host to ask it).
+    (without one it ssh-es to the first host to ask it); the trainer reads LOCAL_RANK from the environment,
+    so no --local_rank argument is appended.
     """
     if launcher not in LAUNCHERS:
         raise LaunchError(f"launcher={launcher!r}: use one of {', '.join(LAUNCHERS)}")
@@ -119,7 +120,7 @@ def launcher_argv(
     return [
         python, "-m", "deepspeed.launcher.runner", "--no_ssh", f"--node_rank={node_rank}",
         f"--master_addr={master_addr}", f"--master_port={master_port}", f"--hostfile={hostfile}",
-        f"--num_nodes={nodes}", f"--num_gpus={procs_per_node}", "--module", *module_args[1:],
+        f"--num_nodes={nodes}", f"--num_gpus={procs_per_node}", "--no_local_rank", "--module", *module_args[1:],
     ]  # fmt: skip
 
 

@@ -81,6 +81,7 @@ def test_deepspeed_plan_has_a_hostfile_of_every_node_and_an_explicit_master() ->
     assert argv[1:4] == ["-m", "deepspeed.launcher.runner", "--no_ssh"]
     assert "--node_rank=1" in argv and "--master_addr=10.255.0.1" in argv
     assert "--hostfile=/shared/train/z3/hostfile" in argv and "--num_nodes=2" in argv
+    assert "--no_local_rank" in argv  # the trainer takes LOCAL_RANK from the environment
     i = argv.index("--module")
     assert argv[i + 1 : i + 4] == ["rdmaops_trainer", "--recipe", "tiny"] and argv[-1] == "train.resume=auto"
 
