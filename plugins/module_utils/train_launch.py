@@ -120,7 +120,8 @@ def launcher_argv(
     return [
         python, "-m", "deepspeed.launcher.runner", "--no_ssh", f"--node_rank={node_rank}",
         f"--master_addr={master_addr}", f"--master_port={master_port}", f"--hostfile={hostfile}",
-        f"--num_nodes={nodes}", f"--num_gpus={procs_per_node}", "--no_local_rank", "--module", *module_args[1:],
+        f"--num_nodes={nodes}", f"--num_gpus={procs_per_node}", "--no_local_rank",
+        "--module", *module_args[1:],
     ]  # fmt: skip
 
 
