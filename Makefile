@@ -103,6 +103,9 @@ lab-down: venv
 demo: lab-up
 	$(BIN)/ansible-playbook -i inventories/lab site.yml
 	$(BIN)/ansible-playbook -i inventories/lab playbooks/lab_report.yml
+	# ...and train the tiny recipe across the lab's nodes, master first, watched (loss every 5 s).
+	$(BIN)/ansible-playbook -i inventories/lab train.yml -e recipe=tiny -e steps=60 -e overwrite=true \
+	  -e train_progress_interval=5
 
 clean: lab-down
 	rm -rf $(VENV)

@@ -177,6 +177,7 @@ def preflight_report(
     master_port: int,
     resume: str,
     min_free_gb: float,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """All checks over all nodes: ``{"errors": [...], "notes": [...]}``. ``facts``: per host, the
     train_preflight module's result, or ``{"unreachable": True, "msg": ...}``."""
@@ -234,7 +235,7 @@ def preflight_report(
     if launcher == "deepspeed" and not all(facts[h].get("versions", {}).get("deepspeed") for h in reachable):
         missing = [h for h in reachable if not facts[h].get("versions", {}).get("deepspeed")]
         errors.append(f"{', '.join(missing)}: launcher=deepspeed but deepspeed is not in the venv there")
-    _check_output(facts, reachable, master, launch, resume, errors, notes)
+    _check_output(facts, reachable, master, launch, resume, overwrite, errors, notes)
     return {"errors": errors, "notes": notes}
 
 
@@ -319,6 +320,7 @@ def _check_output(
     master: str,
     launch: Mapping[str, Any],
     resume: str,
+    overwrite: bool,
     errors: list[str],
     notes: list[str],
 ) -> None:
@@ -357,9 +359,12 @@ def _check_output(
                     f"{launch.get('steps')}: raise -e steps=N to train further, or start a new run with "
                     "-e job=NEW (a new output directory)"
                 )
+    elif overwrite:
+        if newest is not None or ck.get("finished_step") is not None or partial:
+            notes.append(f"overwrite: the previous run in {out} is removed before the launch")
     elif newest is not None or ck.get("finished_step") is not None:
         at = newest if newest is not None else ck.get("finished_step")
         errors.append(
             f"{master}: {out} already holds a run (checkpoint at step {at}): -e resume=latest continues it; "
-            "-e job=NEW starts a new one in its own directory"
+            "-e job=NEW starts a new one in its own directory; -e overwrite=true replaces it"
         )

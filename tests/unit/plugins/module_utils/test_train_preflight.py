@@ -124,7 +124,8 @@ def test_output_holding_a_run_needs_resume_or_a_new_job() -> None:
     out = report(facts)
     assert out["errors"] == [
         "node1: /shared/train/tiny/runs/tiny already holds a run (checkpoint at step 20): -e resume=latest "
-        "continues it; -e job=NEW starts a new one in its own directory"
+        "continues it; -e job=NEW starts a new one in its own directory; "
+        "-e overwrite=true replaces it"
     ]
     out = report(facts, resume="latest")
     assert out["errors"] == []
@@ -134,6 +135,12 @@ def test_output_holding_a_run_needs_resume_or_a_new_job() -> None:
     )
     assert (
         "resume=latest: continuing from step 20 (/shared/train/tiny/runs/tiny/checkpoints/step_00000020)"
+        in out["notes"]
+    )
+    out = report(facts, overwrite=True)
+    assert out["errors"] == []
+    assert (
+        "overwrite: the previous run in /shared/train/tiny/runs/tiny is removed before the launch"
         in out["notes"]
     )
     facts["node1"]["checkpoints"]["finished_step"] = 30
