@@ -1,0 +1,78 @@
+"""Launch overhead and teardown time of train.yml on a lab instance; prints numbers (docs/benchmarks.md).
+
+- overhead: the play's wall time minus the trainer's own run time (its first to its last metrics record),
+  for a short tiny run, repeated;
+- teardown: from a kill -9 of a worker's trainer to no trainer process on any node, and to the play's exit.
+
+    .venv/bin/python scripts/bench_train.py --inventory inventories/lab [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "train"))
+from run import Lab, metrics, reset, wait_for_step  # noqa: E402  (the lab helpers of the train tests)
+
+
+def overhead(lab: Lab, repeat: int) -> list[float]:
+    out = []
+    for i in range(repeat):
+        job = f"bench-{i}"
+        reset(lab, job)
+        rc, text, secs = lab.play("train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "steps=20")
+        if rc != 0:
+            raise SystemExit(f"train.yml failed:\n{text[-3000:]}")
+        recs = metrics(lab, job)
+        trainer = float(recs[-1]["time"]) - float(recs[0]["time"])
+        out.append(secs - trainer)
+        print(
+            f"run {i}: play {secs:.1f} s, trainer {trainer:.1f} s, overhead {secs - trainer:.1f} s",
+            flush=True,
+        )
+        reset(lab, job)
+    return out
+
+
+def teardown(lab: Lab) -> tuple[float, float]:
+    job = "bench-kill"
+    reset(lab, job)
+    proc = lab.play_async("train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "steps=2000")
+    if not wait_for_step(lab, job, 10, proc):
+        raise SystemExit("the job did not reach step 10")
+    pid = lab.trainers()[lab.hosts[1]][0]
+    t0 = time.monotonic()
+    lab.ssh(lab.hosts[1], f"kill -9 {pid}")
+    clean = None
+    while proc.poll() is None or clean is None:
+        if clean is None and not any(lab.trainers().values()):
+            clean = time.monotonic() - t0
+        time.sleep(0.2)
+    play = time.monotonic() - t0
+    reset(lab, job)
+    return clean or 0.0, play
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    ap.add_argument("--inventory", required=True, type=Path)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    lab = Lab(args.inventory.resolve())
+    print(f"nodes {len(lab.hosts)}, load average {os.getloadavg()[0]:.2f}, cores {os.cpu_count()}")
+    runs = overhead(lab, args.repeat)
+    med, lo, hi = statistics.median(runs), min(runs), max(runs)
+    print(f"launch overhead: median {med:.1f} s, min {lo:.1f} s, max {hi:.1f} s")
+    clean, play = teardown(lab)
+    print(f"kill -9 of a worker: every node clean after {clean:.1f} s, play failed after {play:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
