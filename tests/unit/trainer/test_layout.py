@@ -62,9 +62,7 @@ def test_the_global_batch_stays_when_the_world_size_changes() -> None:
     assert [list(pp.pipeline_ranks(d)) for d in range(2)] == [[0, 1], [2, 3]]
 
 
-@pytest.mark.parametrize(
-    ("dp", "micro"), [(1, 12), (1, 2), (2, 3), (3, 1), (4, 3), (6, 2), (12, 1)], ids=lambda v: str(v)
-)
+@pytest.mark.parametrize(("dp", "micro"), [(1, 12), (1, 2), (2, 3), (3, 1), (4, 3), (6, 2), (12, 1)], ids=str)
 def test_micro_batch_slices_cover_the_step_once_in_order(dp: int, micro: int) -> None:
     lay = BatchLayout.build(world_size=dp, global_batch_size=12, seq_len=8, micro_batch_size=micro)
     slices = [s for r in range(dp) for s in lay.micro_batch_slices(r)]
