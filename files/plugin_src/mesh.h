@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * mesh.h: internal interface of the Mesh NCCL net plugin (one implementation behind ABI v8..v11).
+ */
+#ifndef MESH_H
+#define MESH_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mesh_abi.h"
+
+#define MESH_PLUGIN_NAME "Mesh"
+#define MESH_MAX_IFADDRS 64
+#define MESH_MAX_SOCKS 16
+#define MESH_STR 64     /* an address, subnet, NIC or GID text */
+#define MESH_ERRLEN 512 /* an error message */
+
+/* ---- configuration (environment) and logging: log.c ---- */
+enum mesh_transport { MESH_TRANSPORT_AUTO = 0, MESH_TRANSPORT_TCP = 1, MESH_TRANSPORT_VERBS = 2 };
+
+struct mesh_config {
+  enum mesh_transport transport; /* NCCL_MESH_TRANSPORT: auto | tcp | verbs */
+  int nsocks;                    /* NCCL_MESH_NSOCKS: sockets per TCP connection, 1..MESH_MAX_SOCKS */
+  int debug;                     /* NCCL_MESH_DEBUG: 0 errors, 1 connection choices, 2 every request */
+  int gid_index;                 /* NCCL_MESH_GID_INDEX, -1 = automatic */
+  int traffic_class;             /* NCCL_MESH_TC, else NCCL_IB_TC, else -1 */
+  int connect_timeout_ms;        /* NCCL_MESH_CONNECT_TIMEOUT_MS */
+  char ifname[256];              /* NCCL_MESH_IFNAME: interface filter (NCCL_SOCKET_IFNAME syntax) */
+  char sysfs_root[256];          /* NCCL_MESH_SYSFS_ROOT (tests), default /sys */
+};
+
+/* Reads the environment; returns 0, or -1 with err filled for a bad value. */
+int mesh_config_load(struct mesh_config *cfg, char *err, size_t errlen);
+
+void mesh_log_set_logger(mesh_abi_logger_t logger, int debug);
+void mesh_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mesh_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mesh_trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- IPv4 addresses and subnets: subnet.c (addresses in host byte order) ---- */
+struct mesh_ifaddr {
+  char name[IF_NAMESIZE];
+  uint32_t addr;
+  int prefix;
+};
+
+int mesh_ipv4_parse(const char *text, uint32_t *addr);
+void mesh_ipv4_str(uint32_t addr, char *out, size_t len);
+void mesh_subnet_str(uint32_t addr, int prefix, char *out, size_t len);
+uint32_t mesh_prefix_mask(int prefix);
+int mesh_subnet_contains(uint32_t net_addr, int prefix, uint32_t addr);
+/* NCCL_SOCKET_IFNAME-style filter: "eth,ib" prefixes, "=eth0" exact, "^lo" excludes; empty matches
+ * every interface but loopback. */
+int mesh_ifname_matches(const char *filter, const char *name, int is_loopback);
+/* The host's IPv4 addresses that pass the filter (no /32: a host route holds no peer). */
+int mesh_if_list(const char *filter, struct mesh_ifaddr *out, int max);
+/* Picks the local address whose subnet holds one of the peer's addresses: the longest prefix wins,
+ * then the peer's order, then the local order.  Returns 0 and the two indices, or -1. */
+int mesh_choose_route(const struct mesh_ifaddr *locals, int nlocal, const uint32_t *peers, int npeer,
+                      int *local_idx, int *peer_idx);
+/* The prefix length of a local address, -1 when the host does not hold it. */
+int mesh_if_prefix_of(const struct mesh_ifaddr *locals, int nlocal, uint32_t addr);
+
+/* ---- the connect handle: handle.c ---- */
+#define MESH_HANDLE_MAX_ADDRS 16
+#define MESH_HANDLE_WIRE_BYTES 100
+#define MESH_HANDLE_STATE_OFFSET 120 /* the connector keeps its progress pointer here */
+enum mesh_backend { MESH_BACKEND_TCP = 1, MESH_BACKEND_VERBS = 2 };
+
+struct mesh_handle {
+  uint8_t backend;
+  uint8_t nsocks;
+  uint16_t port;
+  uint8_t naddrs;
+  uint32_t addrs[MESH_HANDLE_MAX_ADDRS];
+  uint8_t prefixes[MESH_HANDLE_MAX_ADDRS];
+  uint64_t nonce;
+};
+
+int mesh_handle_pack(const struct mesh_handle *h, void *buf, size_t buflen, char *err, size_t errlen);
+int mesh_handle_unpack(const void *buf, size_t buflen, struct mesh_handle *h, char *err, size_t errlen);
+const char *mesh_backend_name(int backend);
+
+/* ---- connection set-up over TCP (both backends): sock.c ---- */
+#define MESH_HELLO_BYTES 32
+struct mesh_route {
+  uint32_t local;  /* our address on the chosen subnet */
+  uint32_t peer;   /* the peer's address on it */
+  int prefix;
+  char ifname[IF_NAMESIZE];
+};
+/* "peer 10.1.0.2, NIC eth1 (10.1.0.1), GID -, subnet 10.1.0.0/30": every error carries it. */
+void mesh_route_desc(const struct mesh_route *r, const char *nic, const char *gid, char *out, size_t len);
+
+enum mesh_sock_stage { MESH_SOCK_CONNECTING = 0, MESH_SOCK_HELLO = 1, MESH_SOCK_DONE = 2 };
+
+struct mesh_connector {
+  struct mesh_route route;
+  uint16_t port;
+  uint64_t nonce;
+  uint64_t conn_id;
+  int nsocks;
+  int fds[MESH_MAX_SOCKS];
+  int stage[MESH_MAX_SOCKS];
+  size_t sent[MESH_MAX_SOCKS];
+  uint8_t hello[MESH_MAX_SOCKS][MESH_HELLO_BYTES];
+  int64_t deadline_ms;
+  int64_t retry_at_ms[MESH_MAX_SOCKS];
+  int attempts;
+};
+
+/* Starts nsocks non-blocking connections from route->local to route->peer:port. */
+int mesh_connector_start(struct mesh_connector *c, const struct mesh_route *route, uint16_t port, uint64_t nonce,
+                         int nsocks, int timeout_ms, char *err, size_t errlen);
+/* 1: every socket connected and greeted; 0: call again; -1: failed (err says why). */
+int mesh_connector_progress(struct mesh_connector *c, char *err, size_t errlen);
+void mesh_connector_abort(struct mesh_connector *c);
+
+#define MESH_MAX_PENDING 64
+struct mesh_pending {
+  int fd;
+  size_t got;
+  uint8_t buf[MESH_HELLO_BYTES];
+};
+struct mesh_acceptor {
+  int listen_fd;
+  uint16_t port;
+  uint64_t nonce;
+  int npending;
+  struct mesh_pending pending[MESH_MAX_PENDING];
+  int nsocks; /* from the first hello, 0 before */
+  uint64_t conn_id;
+  int fds[MESH_MAX_SOCKS];
+  int nready;
+};
+int mesh_acceptor_open(struct mesh_acceptor *a, uint64_t nonce, char *err, size_t errlen);
+/* 1: a whole connection (nsocks sockets, in index order in a->fds) arrived; 0: call again; -1: error. */
+int mesh_acceptor_progress(struct mesh_acceptor *a, char *err, size_t errlen);
+/* Hands the finished connection's sockets over and readies the acceptor for another. */
+void mesh_acceptor_take(struct mesh_acceptor *a, int *fds, int *nsocks);
+void mesh_acceptor_close(struct mesh_acceptor *a);
+
+int mesh_set_blocking(int fd, int blocking);
+int64_t mesh_now_ms(void);
+uint64_t mesh_random64(void);
+/* Non-blocking exchange helpers: move up to len-*done bytes; 0 progress/ok, -1 error (errno set), 1 EOF. */
+int mesh_send_some(int fd, const void *buf, size_t len, size_t *done);
+int mesh_recv_some(int fd, void *buf, size_t len, size_t *done);
+
+/* ---- the TCP data path: tcp.c ---- */
+#define MESH_TCP_RING 64
+#define MESH_TCP_MIN_SLICE (64 * 1024)
+struct mesh_tcp_comm;
+struct mesh_tcp_request;
+/* The part of a message of `size` bytes that socket j of n carries. */
+void mesh_tcp_slice(size_t size, int nsocks, int j, size_t *offset, size_t *len);
+struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, int nsocks, const char *desc, char *err,
+                                           size_t errlen);
+/* 0 and *req (NULL when the ring is full: retry later), -1 on a broken comm. */
+int mesh_tcp_post(struct mesh_tcp_comm *c, void *data, size_t size, int tag, struct mesh_tcp_request **req);
+/* 0 with done and size set, -1 with err when the request failed. */
+int mesh_tcp_test(struct mesh_tcp_request *r, int *done, size_t *size, char *err, size_t errlen);
+void mesh_tcp_comm_destroy(struct mesh_tcp_comm *c);
+
+/* ---- RDMA NICs from sysfs and the GID choice: gid.c ---- */
+#define MESH_MAX_NICS 64
+struct mesh_nic {
+  char dev[MESH_STR]; /* mlx5_0 */
+  int port;
+  int gid_index;
+  uint8_t gid[16];
+  char gid_text[MESH_STR];
+  uint32_t addr; /* the IPv4 address of the GID */
+  int prefix;    /* from the host's interface list; -1 unknown */
+  char netdev[IF_NAMESIZE];
+  int active;
+  int speed_mbps;
+};
+int mesh_gid_parse(const char *text, uint8_t gid[16]);
+int mesh_gid_ipv4(const uint8_t gid[16], uint32_t *addr);
+/* The (device, port, GID) candidates below <root>/class/infiniband: Ethernet ports, and per port the
+ * RoCE v2 GIDs that hold an IPv4 address (or only gid_index when >= 0).  Returns the count; the
+ * notes buffer collects why ports were left out. */
+int mesh_nic_scan(const char *sysfs_root, int gid_index, const struct mesh_ifaddr *locals, int nlocal,
+                  struct mesh_nic *out, int max, char *notes, size_t noteslen);
+/* The NIC entry whose subnet holds one of the peer addresses (longest prefix); -1 if none. */
+int mesh_nic_choose(const struct mesh_nic *nics, int n, const uint32_t *peers, int npeer, int *peer_idx);
+
+/* ---- the verbs backend: verbs.c, verbs_ops.c ---- */
+struct mesh_verbs_ops;
+const struct mesh_verbs_ops *mesh_verbs_real_ops(char *err, size_t errlen);
+void mesh_verbs_use_ops(const struct mesh_verbs_ops *ops); /* tests inject a fake */
+const struct mesh_verbs_ops *mesh_verbs_ops_in_use(void);
+
+struct mesh_verbs_conn; /* connection set-up in progress */
+struct mesh_verbs_comm; /* an established RC connection */
+struct mesh_verbs_request;
+struct mesh_verbs_mr;
+
+/* Connector side: the OOB socket is connected (fd); exchange QP data with the peer. */
+struct mesh_verbs_conn *mesh_verbs_conn_start(int is_send, int fd, const struct mesh_nic *nic,
+                                              const struct mesh_route *route, int traffic_class, char *err,
+                                              size_t errlen);
+/* 1 done (*comm set), 0 again, -1 error; frees the conn on 1 and -1. */
+int mesh_verbs_conn_progress(struct mesh_verbs_conn *vc, struct mesh_verbs_comm **comm, char *err, size_t errlen);
+void mesh_verbs_conn_abort(struct mesh_verbs_conn *vc);
+int mesh_verbs_reg_mr(struct mesh_verbs_comm *c, void *data, size_t size, struct mesh_verbs_mr **mr, char *err,
+                      size_t errlen);
+int mesh_verbs_dereg_mr(struct mesh_verbs_comm *c, struct mesh_verbs_mr *mr);
+int mesh_verbs_post(struct mesh_verbs_comm *c, void *data, size_t size, struct mesh_verbs_mr *mr,
+                    struct mesh_verbs_request **req, char *err, size_t errlen);
+int mesh_verbs_test(struct mesh_verbs_request *r, int *done, size_t *size, char *err, size_t errlen);
+void mesh_verbs_comm_destroy(struct mesh_verbs_comm *c);
+
+#endif /* MESH_H */
