@@ -11,7 +11,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB_NODES ?= 3
 LAB_TOPOLOGY ?= mesh
 
-.PHONY: help venv deps unit lint sanity build-check molecule test demo lab-up lab-down lab-test clean
+.PHONY: help venv deps unit lint sanity build-check molecule test demo lab-up lab-down lab-test clean plugin-test
 
 help:
 	@echo "make demo      build the local virtual cluster (root) and provision it with site.yml"
@@ -34,7 +34,7 @@ $(VENV)/.stamp: requirements.txt
 venv: $(VENV)/.stamp
 
 # Host packages for the lab and the tests (Debian 12 / Ubuntu, as root).
-HOST_PKGS := systemd-container mmdebstrap apt-cacher-ng iproute2 iperf3 openssh-client rsync libyang2-tools
+HOST_PKGS := systemd-container mmdebstrap apt-cacher-ng iproute2 iperf3 openssh-client rsync libyang2-tools gcc make libc6-dev libibverbs-dev
 deps:
 	@missing=$$(for p in $(HOST_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done)
 	if [ -n "$$missing" ]; then
@@ -88,7 +88,11 @@ molecule: venv deps
 	fi
 	$(BIN)/molecule destroy --all
 
-test: deps venv lint unit sanity build-check molecule
+# The Mesh NCCL net plugin (files/plugin_src): C unit tests (plain, ASan, UBSan), ABI, functional (~40 s).
+plugin-test: deps
+	$(MAKE) -C tests/plugin
+
+test: deps venv lint unit plugin-test sanity build-check molecule
 
 lab-up: venv deps
 	$(BIN)/ansible-playbook playbooks/lab.yml -e lab_state=present -e lab_nodes=$(LAB_NODES) -e lab_topology=$(LAB_TOPOLOGY)

@@ -66,6 +66,7 @@ void mesh_log_set_logger(mesh_abi_logger_t logger, int debug) {
   g_debug = debug;
 }
 
+/* stderr gets a copy at NCCL_MESH_DEBUG >= min_debug, and every warning when NCCL gave no logger. */
 static void emit(mesh_abi_log_level_t level, int min_debug, const char *fmt, va_list ap) {
   char msg[1024];
   vsnprintf(msg, sizeof(msg), fmt, ap);
@@ -81,7 +82,7 @@ static void emit(mesh_abi_log_level_t level, int min_debug, const char *fmt, va_
 void mesh_warn(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  emit(MESH_ABI_LOG_WARN, 0, fmt, ap);
+  emit(MESH_ABI_LOG_WARN, 1, fmt, ap);
   va_end(ap);
 }
 

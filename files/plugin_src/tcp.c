@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
  * tcp.c: the TCP data path.  A connection has nsocks sockets, each served by one thread; a message
- * is cut into at most nsocks contiguous slices (none smaller than MESH_TCP_MIN_SLICE) and each
+ * is cut into at most nsocks contiguous slices (only the last may be under MESH_TCP_MIN_SLICE) and each
  * socket carries a 16-byte header ("MSHD", tag, size) and then its slice.  Requests complete in the
  * order they were posted, as NCCL expects of one comm.
  */
@@ -53,7 +53,8 @@ void mesh_tcp_slice(size_t size, int nsocks, int j, size_t *offset, size_t *len)
   *offset = 0;
   *len = 0;
   if (size == 0 || nsocks < 1) return;
-  size_t nslices = (size + MESH_TCP_MIN_SLICE - 1) / MESH_TCP_MIN_SLICE;
+  size_t nslices = size / MESH_TCP_MIN_SLICE; /* every slice but the last holds >= MESH_TCP_MIN_SLICE */
+  if (nslices < 1) nslices = 1;
   if (nslices > (size_t)nsocks) nslices = (size_t)nsocks;
   if ((size_t)j >= nslices) return;
   size_t per = (size + nslices - 1) / nslices;
@@ -101,7 +102,9 @@ static void fail(struct mesh_tcp_comm *c, struct mesh_tcp_request *r, const char
   va_end(ap);
   pthread_mutex_lock(&c->mu);
   int quiet = c->closing;
-  if (!atomic_load(&c->broken)) {
+  if (atomic_load(&c->broken)) {
+    quiet = 1; /* another socket of the comm said it already */
+  } else {
     snprintf(c->error, sizeof(c->error), "%s: %s (%s)", c->is_send ? "send" : "receive", what, c->desc);
     atomic_store(&c->broken, 1);
   }

@@ -109,7 +109,7 @@ struct mesh_verbs_conn *mesh_verbs_conn_start(int is_send, int fd, const struct 
   } else if (ops->query_port(c->ctx, (uint8_t)nic->port, &pattr) != 0) {
     step = "ibv_query_port";
   } else if (pattr.state != IBV_PORT_ACTIVE) {
-    step = "the port is not ACTIVE:";
+    step = "checking the port (its state is not ACTIVE)";
   } else if ((c->pd = ops->alloc_pd(c->ctx)) == NULL) {
     step = "ibv_alloc_pd";
   } else if ((c->cq = ops->create_cq(c->ctx, 2 * RING, NULL, NULL, 0)) == NULL) {
