@@ -53,6 +53,7 @@ class ActionModule(ActionBase):
             stall_timeout=p["stall_timeout"],
             startup_timeout=p["startup_timeout"],
             lost_timeout=p["lost_timeout"],
+            failure_grace=p["failure_grace"],
         )
         buffers: dict[str, bytes] = {}
         try:

@@ -20,12 +20,22 @@ _EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.M)
 _SIGNAL = re.compile(r"Signal (\d+) \((SIG[A-Z0-9]+)\) received by PID (\d+)")
 # The trainer's own refusal, and the last exception line of a Python traceback.
 _TRAINER_ERROR = re.compile(r"python -m rdmaops_trainer: error: (.*)")
-_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): (.*)$", re.M)
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): (.*\S.*)$", re.M)
+# torch prefixes each rank's stderr lines with "[rank3]: " (and "[default0]: " under some launchers).
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d*\]:\s?", re.M)
+# torchrun's own wrapper: it says only that a child failed, never why.
+_WRAPPERS = ("ChildFailedError",)
+# What a rank says when another one died first: the consequence, not the cause.
+_PEER_GONE = re.compile(
+    r"Connection closed by peer|Connection reset by peer|remote (?:worker|process)|Broken pipe|"
+    r"DistNetworkError|DistBackendError|NCCL communicator was aborted|Watchdog caught collective",
+    re.I,
+)
 
 
 def failure_cause(log_tail: Sequence[str], unit: Mapping[str, str]) -> dict[str, Any]:
     """What a failed node's log and unit say: the rank that died first there and why."""
-    text = "\n".join(log_tail)
+    text = _RANK_PREFIX.sub("", "\n".join(log_tail))
     # torchrun lists the workers it stopped itself under "Failures"; the first to fail is the root cause.
     root = text.rfind("Root Cause (first observed failure)")
     summary = text[root:] if root >= 0 else text
@@ -37,7 +47,7 @@ def failure_cause(log_tail: Sequence[str], unit: Mapping[str, str]) -> dict[str,
     sig = _SIGNAL.search(summary)
     code = _EXIT.search(summary)
     err = _TRAINER_ERROR.search(text)
-    exc = _EXCEPTION.findall(text)
+    exc = [e for e in _EXCEPTION.findall(text) if not e[0].endswith(_WRAPPERS)]
     if sig:
         cause["why"] = f"killed by signal {sig.group(1)} ({sig.group(2)})"
     elif err:
@@ -50,6 +60,7 @@ def failure_cause(log_tail: Sequence[str], unit: Mapping[str, str]) -> dict[str,
         cause["why"] = f"the launcher was killed (signal {unit.get('ExecMainStatus', '?')})"
     else:
         cause["why"] = f"unit {unit.get('Result') or 'failed'}, exit status {unit.get('ExecMainStatus', '?')}"
+    cause["peer_gone"] = bool(_PEER_GONE.search(cause["why"]))
     return cause
 
 
@@ -102,6 +113,7 @@ class JobWatch:
         stall_timeout: float,
         startup_timeout: float,
         lost_timeout: float,
+        failure_grace: float = 5.0,
     ) -> None:
         self.job = job
         self.nodes = {n: NodeView(n, i) for i, n in enumerate(nodes)}
@@ -111,6 +123,8 @@ class JobWatch:
         self.stall_timeout = stall_timeout
         self.startup_timeout = startup_timeout
         self.lost_timeout = lost_timeout
+        self.failure_grace = failure_grace
+        self.first_failure_seen: float | None = None
         self.start_record: dict[str, Any] | None = None
         self.end_record: dict[str, Any] | None = None
         self.last_train: dict[str, Any] | None = None
@@ -123,6 +137,8 @@ class JobWatch:
         view = self.nodes[node]
         view.last_seen = now
         view.phase = str(line.get("phase", view.phase))
+        if view.phase == "failed" and self.first_failure_seen is None:
+            self.first_failure_seen = now
         view.unit = dict(line.get("unit") or {})
         view.exited_at = line.get("exited_at")
         if "log_tail" in line:
@@ -158,8 +174,19 @@ class JobWatch:
     def decide(self, now: float) -> Outcome | None:
         failed = [v for v in self.nodes.values() if v.phase == "failed"]
         if failed:
-            first = min(failed, key=lambda v: (v.exited_at or float("inf"), v.node_rank))
-            cause = failure_cause(first.log_tail, first.unit)
+            # The ranks a dead one leaves behind fail too, sometimes before its own node reports: give the
+            # others a moment to end, then name the cause, not a consequence ("Connection closed by peer").
+            ending = any(
+                v.phase in ("running", "starting") and not v.stream_error for v in self.nodes.values()
+            )
+            if ending and now - (self.first_failure_seen or now) < self.failure_grace:
+                return None
+            causes = {v.name: failure_cause(v.log_tail, v.unit) for v in failed}
+            first = min(
+                failed,
+                key=lambda v: (causes[v.name]["peer_gone"], v.exited_at or float("inf"), v.node_rank),
+            )
+            cause = causes[first.name]
             rank = cause.get("rank")
             also = [v.name for v in failed if v is not first]
             where = f"rank {rank}" if rank is not None else "its launcher"
@@ -288,6 +315,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "stall_timeout": {"type": "float", "default": 300.0},
     "startup_timeout": {"type": "float", "default": 900.0},
     "lost_timeout": {"type": "float", "default": 60.0},
+    "failure_grace": {"type": "float", "default": 5.0},
     "progress_interval": {"type": "float", "default": 30.0},
     "poll_interval": {"type": "float", "default": 2.0},
 }

@@ -66,6 +66,11 @@ options:
     description: Seconds without a report from a node's agent before the node counts as lost.
     type: float
     default: 60.0
+  failure_grace:
+    description: After the first node fails, seconds to wait for the others to end before the failure is
+      named, so the rank that died first is named rather than a peer that lost its connection to it.
+    type: float
+    default: 5.0
   progress_interval:
     description: Seconds between progress lines.
     type: float

@@ -102,7 +102,8 @@ def test_the_earliest_failure_is_named_with_its_rank_and_signal() -> None:
         1051,
     )
     w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.0, "log_tail": tail}, 1051)
-    out = w.decide(1051)
+    assert w.decide(1051) is None  # node1 still runs: the failure grace (5 s) first
+    out = w.decide(1056)
     assert out is not None and out.status == "failed"
     assert out.node == "node2" and out.node_rank == 1 and out.rank == 1
     assert out.message == (
@@ -228,3 +229,36 @@ def test_agent_command_follows_the_inventory_connection() -> None:
         {"ansible_connection": "local"}, "x", unit="u", metrics="", log="/l", interval=1, offset=0
     )
     assert local == ["/usr/bin/python3", "-", "u", "", "/l", "1", "0"]
+
+
+def test_a_peer_that_lost_its_connection_is_not_the_cause() -> None:
+    # Seen on the lab: kill -9 of node2's rank; node1's rank 0 then failed in a barrier ("Connection closed by
+    # peer") and node1 reported first. The killed rank is the cause, whichever node reports first.
+    killed = (FIXTURES / "torchrun" / "root_cause_sigkill.txt").read_text().splitlines()
+    peer = (FIXTURES / "torchrun" / "root_cause_peer_closed.txt").read_text().splitlines()
+    cause = tw.failure_cause(peer, FAILED)
+    assert cause["rank"] == 0 and cause["peer_gone"] is True
+    assert cause["why"].startswith("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/")
+    assert "Connection closed by peer [10.255.0.2]" in cause["why"]
+    w = watch(failure_grace=5.0)
+    feed_all(w, RUNNING, 1001)
+    w.feed("node1", {"phase": "failed", "unit": FAILED, "exited_at": 1048.0, "log_tail": peer}, 1049)
+    assert w.decide(1049) is None  # the others are still running: wait for them a moment
+    w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.5, "log_tail": killed}, 1050)
+    assert w.decide(1050) is None
+    w.feed("node3", {"phase": "failed", "unit": FAILED, "exited_at": 1050.0, "log_tail": peer}, 1051)
+    out = w.decide(1051)  # nobody left running: decided before the grace ends
+    assert out is not None and out.node == "node2" and out.rank == 1
+    assert out.message.startswith(
+        "job tiny failed on node2 (node rank 1, rank 1): killed by signal 9 (SIGKILL)"
+    )
+
+
+def test_the_grace_ends_while_a_peer_still_runs() -> None:
+    peer = (FIXTURES / "torchrun" / "root_cause_peer_closed.txt").read_text().splitlines()
+    w = watch(failure_grace=5.0)
+    feed_all(w, RUNNING, 1001)
+    w.feed("node1", {"phase": "failed", "unit": FAILED, "exited_at": 1048.0, "log_tail": peer}, 1049)
+    assert w.decide(1053.9) is None
+    out = w.decide(1054.0)
+    assert out is not None and out.status == "failed" and out.node == "node1"

@@ -1,0 +1,88 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the nccl_mesh_plugin role: the plugin decision and the check of the role's settings.
+
+The rules live in module_utils/nccl_mesh_plugin.py; docs of nccl_mesh_plugin_settings_errors: the .yml
+file beside this one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils import nccl_mesh_plugin as rules
+
+DOCUMENTATION = r"""
+name: nccl_mesh_plugin
+short_description: Whether a node needs the Mesh NCCL net plugin, and the NCCL variables that follow
+version_added: "0.1.0"
+author: Rdmaops Developers (@rdmaops)
+description:
+  - "NCCL 2.30.7 or newer (unless forced): the built-in subnet-aware routing,
+    C(NCCL_IB_SUBNET_AWARE_ROUTING=1)."
+  - "Older or unknown NCCL: C(NCCL_NET_PLUGIN=mesh), C(NCCL_MESH_TRANSPORT) (verbs for rdma, tcp for tcp),
+    and the plugin's optional settings."
+positional: _input
+options:
+  _input:
+    description: The NCCL version of the venv's torch (C(2.28.9), a tuple, or NCCL_VERSION_CODE); empty when
+      unknown.
+    type: raw
+    required: true
+  force:
+    description: Use the plugin even when NCCL has the built-in routing.
+    type: bool
+    required: true
+  transport:
+    description: C(rdma) or C(tcp).
+    type: str
+    required: true
+  ifname:
+    description: C(NCCL_MESH_IFNAME), the plugin's interface filter; empty leaves it unset.
+    type: str
+    default: ""
+  gid_index:
+    description: C(NCCL_MESH_GID_INDEX); none for automatic.
+    type: int
+  nsocks:
+    description: C(NCCL_MESH_NSOCKS), sockets per TCP connection.
+    type: int
+    default: 4
+  debug:
+    description: C(NCCL_MESH_DEBUG), 0..2.
+    type: int
+    default: 0
+"""
+
+EXAMPLES = r"""
+- name: Decide
+  ansible.builtin.set_fact:
+    decision: "{{ '2.28.9' | rdmaops.cluster.nccl_mesh_plugin(force=false, transport='rdma') }}"
+"""
+
+RETURN = r"""
+_value:
+  description: C(use_plugin) (bool), C(reason), C(nccl) (the version read, or none), C(env) (variables to
+    add).
+  type: dict
+"""
+
+
+def nccl_mesh_plugin(nccl_version: Any, *, force: bool, transport: str, **settings: Any) -> dict[str, Any]:
+    try:
+        return rules.decide(nccl_version, force=bool(force), transport=str(transport), **settings)
+    except rules.NcclMeshPluginError as exc:
+        raise AnsibleFilterError(f"nccl_mesh_plugin: {exc}") from exc
+
+
+def nccl_mesh_plugin_settings_errors(settings: dict[str, Any]) -> list[str]:
+    return rules.settings_errors(**settings)
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "nccl_mesh_plugin": nccl_mesh_plugin,
+            "nccl_mesh_plugin_settings_errors": nccl_mesh_plugin_settings_errors,
+        }

@@ -1,0 +1,106 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether a node needs the Mesh NCCL net plugin, and the NCCL environment that follows.
+
+NCCL 2.30.7 added ``NCCL_IB_SUBNET_AWARE_ROUTING=1``: its built-in IB/RoCE transport then picks, per
+peer, the local NIC on the peer's subnet, which is what a direct-connect mesh needs. Older NCCL (torch
+2.11 ships 2.28.9) needs the plugin (files/plugin_src, ``NCCL_NET_PLUGIN=mesh``). An unknown version
+(a CPU-only torch, no venv yet) gets the plugin too: it works with any NCCL that loads net plugins.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+BUILTIN_SUBNET_ROUTING = (2, 30, 7)
+TRANSPORTS = {"rdma": "verbs", "tcp": "tcp"}
+MAX_NSOCKS = 16
+_VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$")
+_IFNAME_RE = re.compile(r"^\^?=?[A-Za-z0-9_.:@-]{1,15}(,[A-Za-z0-9_.:@-]{1,15})*$")
+
+
+class NcclMeshPluginError(ValueError):
+    """A version or setting the decision cannot use."""
+
+
+def parse_nccl_version(value: Any) -> tuple[int, int, int] | None:
+    """(major, minor, patch) of "2.28.9", of a tuple, or of NCCL_VERSION_CODE (22809; 2708 before 2.9)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (tuple, list)) and len(value) == 3 and all(isinstance(v, int) for v in value):
+        return (value[0], value[1], value[2])
+    text = str(value)
+    match = _VERSION_RE.match(text)
+    if match:
+        return (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    if text.isdigit():
+        code = int(text)
+        if code >= 20900:  # NCCL_VERSION_CODE since 2.9: major*10000 + minor*100 + patch
+            return (code // 10000, code // 100 % 100, code % 100)
+        return (code // 1000, code // 100 % 10, code % 100)
+    raise NcclMeshPluginError(f"cannot read NCCL version {value!r}: expected MAJOR.MINOR.PATCH")
+
+
+def settings_errors(*, nsocks: Any, debug: Any, gid_index: Any, ifname: Any, prefix: Any) -> list[str]:
+    """The role's settings, one message per bad value (names are the role's variables)."""
+    errors = []
+    if isinstance(nsocks, bool) or not isinstance(nsocks, int) or not 1 <= nsocks <= MAX_NSOCKS:
+        errors.append(f"nccl_mesh_plugin_nsocks must be an integer 1..{MAX_NSOCKS}, got {nsocks!r}")
+    if isinstance(debug, bool) or not isinstance(debug, int) or debug not in (0, 1, 2):
+        errors.append(f"nccl_mesh_plugin_debug must be 0, 1 or 2, got {debug!r}")
+    if gid_index is not None and (
+        isinstance(gid_index, bool) or not isinstance(gid_index, int) or gid_index < 0
+    ):
+        errors.append(
+            f"nccl_mesh_plugin_gid_index must be empty (automatic) or an integer >= 0, got {gid_index!r}"
+        )
+    if ifname and not _IFNAME_RE.match(str(ifname)):
+        errors.append(
+            f"nccl_mesh_plugin_ifname {str(ifname)!r} is not an interface filter"
+            " (names or prefixes separated by commas, optionally after ^ or =)"
+        )
+    if not isinstance(prefix, str) or not prefix.startswith("/") or prefix.rstrip("/") == "":
+        errors.append(f"nccl_mesh_plugin_prefix must be an absolute directory other than /, got {prefix!r}")
+    return errors
+
+
+def decide(
+    nccl_version: Any,
+    *,
+    force: bool,
+    transport: str,
+    ifname: str = "",
+    gid_index: int | None = None,
+    nsocks: int = 4,
+    debug: int = 0,
+) -> dict[str, Any]:
+    """{'use_plugin', 'reason', 'nccl', 'env'}: env is what the node's NCCL environment gains."""
+    if transport not in TRANSPORTS:
+        raise NcclMeshPluginError(f"transport must be 'rdma' or 'tcp', got {transport!r}")
+    version = parse_nccl_version(nccl_version)
+    shown = ".".join(map(str, version)) if version else None
+    builtin = ".".join(map(str, BUILTIN_SUBNET_ROUTING))
+    if version is not None and version >= BUILTIN_SUBNET_ROUTING and not force:
+        return {
+            "use_plugin": False,
+            "nccl": shown,
+            "reason": f"NCCL {shown} >= {builtin}: built-in subnet-aware routing"
+            " (NCCL_IB_SUBNET_AWARE_ROUTING=1)",
+            "env": {"NCCL_IB_SUBNET_AWARE_ROUTING": "1"},
+        }
+    if force:
+        reason = "forced (nccl_mesh_plugin_force)"
+    elif version is None:
+        reason = "NCCL version unknown (no NCCL in the venv's torch): the plugin"
+    else:
+        reason = f"NCCL {shown} < {builtin} has no subnet-aware routing: the plugin"
+    env = {"NCCL_NET_PLUGIN": "mesh", "NCCL_MESH_TRANSPORT": TRANSPORTS[transport]}
+    if ifname:
+        env["NCCL_MESH_IFNAME"] = str(ifname)
+    if gid_index is not None:
+        env["NCCL_MESH_GID_INDEX"] = str(int(gid_index))
+    if transport == "tcp":
+        env["NCCL_MESH_NSOCKS"] = str(int(nsocks))
+    if debug:
+        env["NCCL_MESH_DEBUG"] = str(int(debug))
+    return {"use_plugin": True, "nccl": shown, "reason": reason, "env": env}
