@@ -14,7 +14,7 @@ import yaml
 from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addressing as ma
 
 ROOT = Path(__file__).resolve().parents[3]
-ROLES = ["mesh_network", "nccl_env", "verify", "python_env"]
+ROLES = ["mesh_network", "nccl_env", "verify", "python_env", "nccl_mesh_plugin"]
 
 
 def defaults(role: str) -> dict[str, Any]:
