@@ -39,7 +39,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def mode_env(mode: str, plugin: Path) -> dict[str, str]:
+def mode_env(mode: str, plugin: Path, by_name: bool = False) -> dict[str, str]:
     env = {
         "NCCL_DEBUG": "INFO",
         "NCCL_DEBUG_SUBSYS": "INIT,NET",
@@ -49,11 +49,16 @@ def mode_env(mode: str, plugin: Path) -> dict[str, str]:
     }
     if mode == "mesh":
         env |= {
-            "NCCL_NET_PLUGIN": str(plugin),
+            # by name, as the nccl_mesh_plugin role writes it (the library on the loader's path)
+            "NCCL_NET_PLUGIN": "mesh" if by_name else str(plugin),
             "NCCL_NET": "Mesh",
             "NCCL_MESH_TRANSPORT": "tcp",
             "NCCL_MESH_IFNAME": "lo",
         }
+        if by_name:
+            env["LD_LIBRARY_PATH"] = ":".join(
+                filter(None, [str(plugin.parent), os.environ.get("LD_LIBRARY_PATH")])
+            )
     else:
         env |= {"NCCL_NET_PLUGIN": "none", "NCCL_NET": "Socket"}
     return env
@@ -96,11 +101,13 @@ def worker(rank: int, port: int, sizes_mib: list[int], iters: int) -> None:
     dist.destroy_process_group()
 
 
-def run_mode(mode: str, plugin: Path, sizes: list[int], iters: int, timeout: int) -> dict[str, object]:
+def run_mode(
+    mode: str, plugin: Path, sizes: list[int], iters: int, timeout: int, by_name: bool = False
+) -> dict[str, object]:
     port = free_port()
     procs = []
     for rank in range(WORLD):
-        env = os.environ | mode_env(mode, plugin) | {"NCCL_HOSTID": f"mesh-bench-host-{rank}"}
+        env = os.environ | mode_env(mode, plugin, by_name) | {"NCCL_HOSTID": f"mesh-bench-host-{rank}"}
         cmd = [sys.executable, __file__, "--worker", str(rank), "--port", str(port), "--iters", str(iters)]
         cmd += ["--sizes", ",".join(map(str, sizes))]
         procs.append(
@@ -142,6 +149,9 @@ def main() -> int:
     ap.add_argument("--plugin", type=Path, default=PLUGIN)
     ap.add_argument("--timeout", type=int, default=240)
     ap.add_argument(
+        "--by-name", action="store_true", help="NCCL_NET_PLUGIN=mesh + LD_LIBRARY_PATH, not a path"
+    )
+    ap.add_argument(
         "--rounds", type=int, default=3, help="runs per mode, alternating; the table is the median"
     )
     args = ap.parse_args()
@@ -156,7 +166,7 @@ def main() -> int:
     per_mode: dict[str, list[dict[str, dict[str, float | bool]]]] = {"mesh": [], "socket": []}
     for rnd in range(args.rounds):  # alternate the modes: drift on the machine hits both alike
         for mode in ("mesh", "socket"):
-            run = run_mode(mode, args.plugin.resolve(), sizes, args.iters, args.timeout)
+            run = run_mode(mode, args.plugin.resolve(), sizes, args.iters, args.timeout, args.by_name)
             print(json.dumps({"round": rnd} | {k: v for k, v in run.items() if k != "log_tail"}))
             result, checks = run["result"], run["checks"]
             assert isinstance(checks, dict)

@@ -79,8 +79,10 @@ void mesh_route_desc(const struct mesh_route *r, const char *nic, const char *gi
   mesh_ipv4_str(r->peer, peer, sizeof(peer));
   mesh_ipv4_str(r->local, local, sizeof(local));
   mesh_subnet_str(r->local, r->prefix, subnet, sizeof(subnet));
+  /* TCP names the interface as the NIC: say it once. */
+  int same = nic && strcmp(nic, r->ifname) == 0;
   snprintf(out, len, "peer %s, NIC %s (%s%s%s), GID %s, subnet %s", peer, (nic && *nic) ? nic : "-", local,
-           r->ifname[0] ? " on " : "", r->ifname, (gid && *gid) ? gid : "-", subnet);
+           (r->ifname[0] && !same) ? " on " : "", same ? "" : r->ifname, (gid && *gid) ? gid : "-", subnet);
 }
 
 static void put32(uint8_t *p, uint32_t v) {
