@@ -46,12 +46,24 @@ options:
     type: int
     required: true
   shared_marker:
-    description: A file name to look for in O(output_dir); a marker the master wrote tells shared storage.
+    description:
+      - A file name in O(output_dir) that tells shared storage; reported as RV(shared_marker) when it holds
+        O(shared_token).
     type: str
     default: ""
+  shared_token:
+    description: The content of O(shared_marker) that this launch expects (a fresh value per launch).
+    type: str
+    default: ""
+  write_marker:
+    description:
+      - Create O(output_dir) and write O(shared_token) to O(shared_marker) first (on the master; the other
+        nodes then look for it). The marker stays and is overwritten by the next launch.
+    type: bool
+    default: false
 attributes:
   check_mode:
-    description: Reads only; runs the same in check mode.
+    description: Reads only in check mode (no marker is written, so no node reports shared storage).
     support: full
   diff_mode:
     description: Nothing to compare.
@@ -122,7 +134,7 @@ checkpoints:
   returned: always
   type: dict
 shared_marker:
-  description: Whether O(shared_marker) was found in O(output_dir).
+  description: Whether O(shared_marker) in O(output_dir) holds O(shared_token).
   returned: always
   type: bool
 """
@@ -158,7 +170,10 @@ def main() -> None:
             "job": {"type": "str", "required": True},
             "port": {"type": "int", "required": True},
             "shared_marker": {"type": "str", "default": ""},
+            "shared_token": {"type": "str", "default": "", "no_log": False},
+            "write_marker": {"type": "bool", "default": False},
         },
+        required_if=[("write_marker", True, ("shared_marker", "shared_token"))],
         supports_check_mode=True,
     )
     p = module.params
@@ -167,6 +182,14 @@ def main() -> None:
     except LaunchError as exc:
         module.fail_json(msg=str(exc))
     result: dict = {"changed": False}
+    marker = os.path.join(p["output_dir"], p["shared_marker"]) if p["shared_marker"] else ""
+    if p["write_marker"] and not module.check_mode:
+        try:
+            os.makedirs(p["output_dir"], exist_ok=True)
+            with open(marker, "w", encoding="utf-8") as fh:
+                fh.write(p["shared_token"] + "\n")
+        except OSError as exc:
+            module.fail_json(msg=f"writing the shared-storage mark {marker}: {exc}")
 
     python = os.path.join(p["venv"], "bin", "python")
     result["venv"] = {"path": p["venv"], "exists": os.access(python, os.X_OK)}
@@ -204,8 +227,10 @@ def main() -> None:
     result["unit"] = parse_show(out) if rc == 0 else {}
     result["disk"] = list(free_gb(p["output_dir"]))
     result["checkpoints"] = checkpoints(p["output_dir"])
-    marker = p["shared_marker"]
-    result["shared_marker"] = bool(marker) and os.path.exists(os.path.join(p["output_dir"], marker))
+    result["shared_marker"] = False
+    if marker and os.path.isfile(marker):
+        with open(marker, encoding="utf-8", errors="replace") as fh:
+            result["shared_marker"] = fh.read().strip() == p["shared_token"]
     module.exit_json(**result)
 
 

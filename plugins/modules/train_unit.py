@@ -39,6 +39,13 @@ options:
   workdir:
     description: Working directory of the command; created if missing (V(started)).
     type: path
+  files:
+    description:
+      - Files to write before the launch (V(started)), path to content, such as the job's description and
+        DeepSpeed's hostfile; their directories are created. Each is replaced as a whole (written aside,
+        then renamed).
+    type: dict
+    default: {}
   environment:
     description: Environment of the command (V(started)); the values are passed to C(systemd-run --setenv).
     type: dict
@@ -87,6 +94,7 @@ EXAMPLES = r"""
     argv: [/opt/rdmaops/venv/bin/python, -m, torch.distributed.run, --nnodes=3, --node-rank=0, "..."]
     workdir: /var/lib/rdmaops/train/tiny
     environment: {GLOO_SOCKET_IFNAME: nodeaddr0}
+    files: {/var/lib/rdmaops/train/tiny/job.json: '{"job": "tiny"}'}
     log_file: /var/log/rdmaops/train-tiny.log
     wait_port: 29500
 
@@ -165,6 +173,15 @@ def show(module: AnsibleModule, unit: str) -> dict[str, str]:
     return parse_show(out)
 
 
+def write_file(path: str, content: str) -> None:
+    os.makedirs(os.path.dirname(path) or "/", exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(content)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
 def ports() -> set[int]:
     texts = []
     for path in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -182,6 +199,7 @@ def main() -> None:
             "argv": {"type": "list", "elements": "str", "default": []},
             "workdir": {"type": "path"},
             "environment": {"type": "dict", "default": {}},
+            "files": {"type": "dict", "default": {}},
             "log_file": {"type": "path", "required": True},
             "metrics_file": {"type": "path"},
             "wait_port": {"type": "int", "default": 0},
@@ -237,6 +255,11 @@ def main() -> None:
         module.run_command(["systemctl", "reset-failed", unit])
     os.makedirs(p["workdir"], exist_ok=True)
     os.makedirs(os.path.dirname(p["log_file"]) or "/", exist_ok=True)
+    for path, content in p["files"].items():
+        try:
+            write_file(path, str(content))
+        except OSError as exc:
+            module.fail_json(msg=f"writing {path} before the launch: {exc}", **result)
     offset = 0
     if p["metrics_file"] and os.path.isfile(p["metrics_file"]):
         offset = os.path.getsize(p["metrics_file"])
