@@ -121,6 +121,7 @@ def mesh_host_plan(
     node_pool: str,
     fabric_subnet: str,
     nodeaddr_ifname: str,
+    layout: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     return ma.host_plan(
         host,
@@ -134,6 +135,7 @@ def mesh_host_plan(
         node_pool=node_pool,
         fabric_subnet=fabric_subnet,
         nodeaddr_ifname=nodeaddr_ifname,
+        layout=layout or None,
     )
 
 

@@ -2,8 +2,10 @@
 """Address plans for direct-connect meshes and switched fabrics.
 
 Pure, typed functions (netaddr only) that the filter plugins in
-plugins/filter/mesh.py wrap. Every number handed out depends only on a host's
-position in the host list, so appending a host never renumbers existing ones.
+plugins/filter/mesh.py wrap. Every number handed out here depends only on a host's
+position in the host list, so appending a host never renumbers existing ones; the role
+anchors addresses already in use on top of this (mesh_safety.anchored_layout), so a
+reorder or a removal does not renumber either.
 """
 
 from __future__ import annotations
@@ -356,10 +358,13 @@ def host_plan(
     node_pool: str,
     fabric_subnet: str,
     nodeaddr_ifname: str,
+    layout: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What one host needs: its node address, the interface sockets should bind, its links.
 
-    The pools and names have no defaults here: the mesh_network role's defaults own them.
+    The pools and names have no defaults here: the mesh_network role's defaults own them. ``layout``
+    (mesh_safety.anchored_layout: node addresses and links, the ones in use kept) replaces the
+    positional numbering when given.
     """
     names = check_hosts(hosts)
     if host not in names:
@@ -380,9 +385,10 @@ def host_plan(
             peers={h: mine[h]["address"] for h in names if h != host},
         )
         return plan
-    nodes = node_addresses(names, node_pool)
+    nodes = dict(layout["nodes"]) if layout else node_addresses(names, node_pool)
+    all_links = list(layout["links"]) if layout else mesh_links(names, link_pool, link_prefix)
     links: list[dict[str, Any]] = []
-    for link in mesh_links(names, link_pool, link_prefix):
+    for link in all_links:
         if host not in (link["a"], link["b"]):
             continue
         me_a = link["a"] == host

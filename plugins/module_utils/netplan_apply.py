@@ -96,6 +96,72 @@ def parse_ip_addr(text: str) -> dict[str, set[str]]:
     return out
 
 
+@dataclass(frozen=True)
+class LinkState:
+    """What management connectivity depends on, per interface: up or not, IPv4 addresses, static routes."""
+
+    links: dict[str, tuple[bool, frozenset[str]]]
+    routes: frozenset[tuple[str, str, str, str]]  # (dst, gateway, dev, prefsrc), not the kernel's own
+
+
+def parse_state(addr_text: str, route_text: str) -> LinkState:
+    """LinkState from `ip -j addr show` and `ip -j route show` (IPv4)."""
+    links: dict[str, tuple[bool, frozenset[str]]] = {}
+    for link in json.loads(addr_text or "[]"):
+        name = str(link.get("ifname", ""))
+        addrs = frozenset(
+            f"{info['local']}/{info['prefixlen']}"
+            for info in link.get("addr_info", [])
+            if info.get("family") == "inet"
+        )
+        links[name] = ("UP" in (link.get("flags") or []), addrs)
+    routes = frozenset(
+        (str(r.get("dst", "")), str(r.get("gateway", "")), str(r.get("dev", "")), str(r.get("prefsrc", "")))
+        for r in json.loads(route_text or "[]")
+        if r.get("protocol") != "kernel" and r.get("dev")
+    )
+    return LinkState(links=links, routes=routes)
+
+
+def read_state() -> LinkState | None:
+    rc_a, addr, _ = run_command(["ip", "-j", "addr", "show"])
+    rc_r, route, _ = run_command(["ip", "-j", "route", "show", "table", "main"])
+    if rc_a != 0 or rc_r != 0:
+        return None
+    return parse_state(addr, route)
+
+
+def repair_commands(before: LinkState, now: LinkState) -> list[list[str]]:
+    """`ip` commands that bring interfaces that existed before back to their state before the apply.
+
+    After the previous netplan file is restored, networkd re-applies it, but an interface the new file
+    had taken over (the management port, say) is left as networkd left it: addresses flushed, others
+    added. This restores it: link up, addresses back, the new file's addresses removed, static routes back.
+    """
+    cmds: list[list[str]] = []
+    for name, (was_up, addrs) in sorted(before.links.items()):
+        if name not in now.links:
+            continue  # gone (a virtual device the new file replaced): networkd recreates its own
+        is_up, have = now.links[name]
+        if was_up and not is_up:
+            cmds.append(["ip", "link", "set", "dev", name, "up"])
+        for addr in sorted(have - addrs):
+            cmds.append(["ip", "addr", "del", addr, "dev", name])
+        for addr in sorted(addrs - have):
+            cmds.append(["ip", "addr", "add", addr, "dev", name])
+    for dst, gateway, dev, src in sorted(before.routes - now.routes):
+        if dev not in now.links:
+            continue
+        cmd = ["ip", "route", "replace", dst]
+        if gateway:
+            cmd += ["via", gateway]
+        cmd += ["dev", dev]
+        if src:
+            cmd += ["src", src]
+        cmds.append(cmd)
+    return cmds
+
+
 def read_addresses() -> dict[str, set[str]]:
     rc, out, _err = run_command(["ip", "-j", "addr", "show"])
     return parse_ip_addr(out) if rc == 0 else {}
@@ -159,6 +225,7 @@ class ApplyOps:
     addresses: Callable[[], dict[str, set[str]]] = read_addresses
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
+    state: Callable[[], LinkState | None] = read_state
 
 
 @dataclass
@@ -211,6 +278,30 @@ def _restore(dest: str, old: str | None, mode: int, ops: ApplyOps) -> list[str]:
     return problems
 
 
+def _repair(before: LinkState | None, timeout_s: float, ops: ApplyOps) -> list[str]:
+    """Put interfaces back as they were before the apply; return the commands run (bounded by timeout_s).
+
+    Rounds until a round needs no command: networkd re-applies the restored file asynchronously, so what
+    one round repairs can still move once; commands that fail are retried in the next round.
+    """
+    if before is None:
+        return []
+    done: list[str] = []
+    start = ops.monotonic()
+    clean = 0
+    while True:
+        now = ops.state()
+        cmds = repair_commands(before, now) if now is not None else []
+        clean = 0 if cmds else clean + 1
+        # Two clean rounds a second apart: networkd may still be working through the reload.
+        if clean >= 2 or ops.monotonic() - start >= timeout_s:
+            return done
+        for argv in cmds:
+            rc, _out, err = ops.run(argv)
+            done.append(" ".join(argv) + ("" if rc == 0 else f" (rc={rc}: {err.strip()})"))
+        ops.sleep(1.0)
+
+
 def safe_apply(
     dest: str,
     content: str,
@@ -239,6 +330,7 @@ def safe_apply(
     # addresses yet, later the change must not break what works.
     answered = ops.probe(list(targets)) if targets else []
     required = [t for t, ok in zip(targets, answered, strict=True) if ok]
+    before_state = ops.state()
     backup_file = None
     if backup and old is not None:
         backup_file = f"{dest}.rdmaops-prev"
@@ -261,6 +353,7 @@ def safe_apply(
     rc, _out, err = ops.run(RELOAD)
     if rc != 0:
         details["restore_problems"] = _restore(dest, old, mode, ops)
+        details["repaired"] = _repair(before_state, timeout_s, ops)
         raise ApplyError(
             f"networkctl reload failed (rc={rc}): {err.strip()}; the previous file was restored", details
         )
@@ -269,6 +362,7 @@ def safe_apply(
     unset = _wait_addresses(expect, timeout_s, ops)
     if unset:
         details["restore_problems"] = _restore(dest, old, mode, ops)
+        details["repaired"] = _repair(before_state, timeout_s, ops)
         raise ApplyError(
             f"after applying {dest}, networkd did not configure {', '.join(unset)} within {timeout_s:g} s; "
             "the previous file was restored",
@@ -278,6 +372,7 @@ def safe_apply(
     waited = ops.monotonic() - start
     if missing:
         details["restore_problems"] = _restore(dest, old, mode, ops)
+        details["repaired"] = _repair(before_state, timeout_s, ops)
         back = _wait_for(missing, timeout_s, ops)
         details["still_unreachable_after_restore"] = [t.label() for t in back]
         labels = ", ".join(t.label() for t in missing)

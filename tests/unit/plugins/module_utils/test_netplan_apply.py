@@ -46,6 +46,7 @@ class FakeNode:
             addresses=self._addresses,
             sleep=self._sleep,
             monotonic=lambda: self.clock,
+            state=lambda: None,
         )
 
     def _write(self, path: str, content: str, mode: int) -> None:

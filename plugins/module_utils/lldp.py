@@ -1,0 +1,156 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What LLDP (lldpd's `lldpcli -f json show neighbors`) says about the cabling of the data ports.
+
+`-f json` changes shape with the number of entries: `interface` is a list of one-key objects for
+several interfaces and an object keyed by name for one; `chassis` is keyed by the system name when the
+neighbour sends one. Both shapes are read here (fixtures in tests/unit/fixtures/lldpd/).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+class LldpError(ValueError):
+    """lldpcli output that cannot be read; the message quotes it."""
+
+
+def _items(value: Any) -> Iterable[tuple[str, Any]]:
+    """(key, value) of an object, or of each one-key object of a list."""
+    if isinstance(value, Mapping):
+        yield from value.items()
+    elif isinstance(value, list):
+        for entry in value:
+            if isinstance(entry, Mapping):
+                yield from entry.items()
+
+
+def parse_neighbors(text: Any) -> dict[str, dict[str, str]]:
+    """{local ifname: {sysname, chassis_id, port_id, port_descr, mgmt_ip}} from `lldpcli -f json show neighbors`.
+
+    With several neighbours on one port (a switch in between), the first is kept.
+    """
+    try:
+        data = json.loads(text) if isinstance(text, str) else text
+    except ValueError as exc:
+        raise LldpError(f"lldpcli output is not JSON: {str(text)[:80]!r}") from exc
+    if not isinstance(data, Mapping) or not isinstance(data.get("lldp"), Mapping):
+        raise LldpError(f"lldpcli output {str(text)[:80]!r} has no 'lldp' object")
+    out: dict[str, dict[str, str]] = {}
+    for ifname, entry in _items(data["lldp"].get("interface")):
+        if ifname in out or not isinstance(entry, Mapping):
+            continue
+        sysname, chassis_id, mgmt_ip = "", "", ""
+        for name, chassis in _items(entry.get("chassis")):
+            if not isinstance(chassis, Mapping):
+                continue
+            # Keyed by the system name; a neighbour without one is keyed "id" and has no name.
+            sysname = "" if name == "id" and "id" not in chassis else str(name)
+            ident = chassis.get("id") if "id" in chassis else chassis if name == "id" else {}
+            chassis_id = str(ident.get("value") or "") if isinstance(ident, Mapping) else ""
+            ips = chassis.get("mgmt-ip")
+            mgmt_ip = str(ips[0] if isinstance(ips, list) and ips else ips or "")
+            break
+        port = entry.get("port") if isinstance(entry.get("port"), Mapping) else {}
+        port_id = port.get("id") if isinstance(port.get("id"), Mapping) else {}
+        out[str(ifname)] = {
+            "sysname": sysname,
+            "chassis_id": chassis_id,
+            "port_id": str(port_id.get("value") or ""),
+            "port_id_type": str(port_id.get("type") or ""),
+            "port_descr": str(port.get("descr") or ""),
+            "mgmt_ip": mgmt_ip,
+        }
+    return out
+
+
+def peer_port_name(neighbor: Mapping[str, str]) -> str:
+    """The neighbour's interface name: the port id when lldpd sent the name, else the description."""
+    if neighbor.get("port_id_type") == "ifname":
+        return str(neighbor.get("port_id") or "")
+    return str(neighbor.get("port_descr") or neighbor.get("port_id") or "")
+
+
+def host_by_name(names: Mapping[str, Iterable[str]]) -> dict[str, str]:
+    """{system name (any spelling a host answers to, lower case): inventory name}."""
+    out: dict[str, str] = {}
+    for host, aliases in names.items():
+        for alias in [host, *aliases]:
+            if alias:
+                out.setdefault(str(alias).lower(), host)
+                out.setdefault(str(alias).split(".")[0].lower(), host)
+    return out
+
+
+def _port_name(spec: Any) -> str:
+    if isinstance(spec, Mapping):
+        return str(spec.get("name") or "")
+    return str(spec or "")
+
+
+def cabling_report(
+    host: str,
+    ports: Mapping[str, Any],
+    neighbors: Mapping[str, Mapping[str, str]],
+    names: Mapping[str, Iterable[str]],
+) -> dict[str, list[str]]:
+    """Declared ports against LLDP: {errors: miscablings, silent: ports where LLDP sees nobody}.
+
+    ``ports``: the host's mesh_network_ports (peer -> port); ``names``: {inventory name: [hostname,
+    fqdn, ...]} so that a neighbour's system name is mapped back to the inventory.
+    """
+    lookup = host_by_name(names)
+    errors: list[str] = []
+    silent: list[str] = []
+    for peer, spec in ports.items():
+        ifname = _port_name(spec)
+        if not ifname:
+            continue  # matched by MAC only: the interface name is known after the apply
+        seen = neighbors.get(ifname)
+        if not seen or not (seen.get("sysname") or seen.get("chassis_id")):
+            silent.append(
+                f"{host} {ifname}: LLDP sees no neighbour (the inventory says {peer}; no lldpd there?), "
+                "left to the probes after the apply"
+            )
+            continue
+        sysname = str(seen.get("sysname") or "")
+        faces = lookup.get(sysname.lower()) or lookup.get(sysname.split(".")[0].lower()) or sysname
+        if faces != peer:
+            shown = faces or f"chassis {seen.get('chassis_id')}"
+            errors.append(f"{host} {ifname} faces {shown} {peer_port_name(seen)}, the inventory says {peer}")
+    return {"errors": errors, "silent": silent}
+
+
+def discovered_ports(
+    neighbors: Mapping[str, Mapping[str, str]],
+    names: Mapping[str, Iterable[str]],
+    host: str,
+    exclude: Iterable[str] = (),
+) -> dict[str, Any]:
+    """What discover.yml writes for one host: {ports: {peer: ifname}, faces: {ifname: 'peer port'}, unknown}.
+
+    Neighbours that are not inventory hosts (a switch, a host outside the inventory) are listed in
+    ``unknown`` as 'ifname: sysname'; ports in ``exclude`` (the management interface) are skipped.
+    """
+    lookup = host_by_name(names)
+    skip = set(exclude)
+    ports: dict[str, str] = {}
+    faces: dict[str, str] = {}
+    unknown: list[str] = []
+    for ifname in sorted(neighbors):
+        if ifname in skip:
+            continue
+        seen = neighbors[ifname]
+        sysname = str(seen.get("sysname") or "")
+        peer = lookup.get(sysname.lower()) or lookup.get(sysname.split(".")[0].lower())
+        if peer is None or peer == host:
+            unknown.append(f"{ifname}: {sysname or seen.get('chassis_id') or '?'}")
+            continue
+        if peer in ports:
+            unknown.append(f"{ifname}: {peer} again (already on {ports[peer]})")
+            continue
+        ports[peer] = ifname
+        faces[ifname] = f"{peer} {peer_port_name(seen)}"
+    return {"ports": ports, "faces": faces, "unknown": unknown}
