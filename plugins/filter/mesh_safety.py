@@ -93,7 +93,9 @@ def mesh_lldp_neighbors(text: Any) -> dict[str, dict[str, str]]:
 def mesh_cabling_report(
     host: str, ports: Mapping[str, Any], neighbors: Mapping[str, Any], names: Mapping[str, Any]
 ) -> dict[str, list[str]]:
-    return lldp.cabling_report(host, dict(ports), dict(neighbors), {h: list(v or []) for h, v in names.items()})
+    return lldp.cabling_report(
+        host, dict(ports), dict(neighbors), {h: list(v or []) for h, v in names.items()}
+    )
 
 
 @_filter_errors

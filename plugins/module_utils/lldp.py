@@ -28,7 +28,7 @@ def _items(value: Any) -> Iterable[tuple[str, Any]]:
 
 
 def parse_neighbors(text: Any) -> dict[str, dict[str, str]]:
-    """{local ifname: {sysname, chassis_id, port_id, port_descr, mgmt_ip}} from `lldpcli -f json show neighbors`.
+    """{local ifname: {sysname, chassis_id, port_id, port_descr, ...}} from `lldpcli -f json show neighbors`.
 
     With several neighbours on one port (a switch in between), the first is kept.
     """

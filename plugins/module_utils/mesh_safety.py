@@ -22,8 +22,8 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addres
 
 try:
     from netaddr import AddrFormatError, IPAddress, IPNetwork
-except ImportError:  # mesh_addressing.parse_pool reports the missing library
-    pass
+except ImportError:  # mesh_addressing.parse_pool reports the missing library first
+    AddrFormatError = IPAddress = IPNetwork = None  # type: ignore[assignment,misc]
 
 
 # --------------------------------------------------------------------------- node facts
@@ -275,7 +275,12 @@ def anchored_layout(
             peer = by_node_address.get(str(link.get("peer_node_address")))
             if peer is None:
                 peer = _declared_peer((ports or {}).get(host), str(link["ifname"]))
-                if peer is not None and peer in names and peer not in used_nodes and link.get("peer_node_address"):
+                if (
+                    peer is not None
+                    and peer in names
+                    and peer not in used_nodes
+                    and link.get("peer_node_address")
+                ):
                     used_nodes[peer] = str(link.get("peer_node_address") or "")
                     by_node_address[used_nodes[peer]] = peer
             if peer is None or peer not in names:
@@ -290,7 +295,8 @@ def anchored_layout(
                 }
             elif seen["subnet"] != str(link["subnet"]):
                 conflicts.append(
-                    f"link {pair[0]}-{pair[1]}: {host}'s file has {link['subnet']}, the other end {seen['subnet']}"
+                    f"link {pair[0]}-{pair[1]}: {host}'s file has {link['subnet']}, "
+                    f"the other end {seen['subnet']}"
                 )
     changes: list[str] = []
     if renumber:
@@ -309,7 +315,13 @@ def anchored_layout(
         for host, address in used_nodes.items():
             if positional_nodes[host] != address:
                 changes.append(f"{host} node address {address} -> {positional_nodes[host]}")
-        return {"nodes": positional_nodes, "links": positional_links, "kept": 0, "changes": changes, "errors": []}
+        return {
+            "nodes": positional_nodes,
+            "links": positional_links,
+            "kept": 0,
+            "changes": changes,
+            "errors": [],
+        }
 
     # Keep what is in use where the pools still hold it.
     nodes: dict[str, str] = {}
@@ -356,7 +368,13 @@ def anchored_layout(
         if pair in keep:
             old = keep[pair]
             links.append(
-                {"a": link["a"], "b": link["b"], "subnet": old["subnet"], "a_ip": old[link["a"]], "b_ip": old[link["b"]]}
+                {
+                    "a": link["a"],
+                    "b": link["b"],
+                    "subnet": old["subnet"],
+                    "a_ip": old[link["a"]],
+                    "b_ip": old[link["b"]],
+                }
             )
             kept += 1
             continue
@@ -371,6 +389,12 @@ def anchored_layout(
         net = IPNetwork(subnet)
         a_ip, b_ip = (net.first, net.first + 1) if plen == 31 else (net.first + 1, net.first + 2)
         links.append(
-            {"a": link["a"], "b": link["b"], "subnet": subnet, "a_ip": str(IPAddress(a_ip)), "b_ip": str(IPAddress(b_ip))}
+            {
+                "a": link["a"],
+                "b": link["b"],
+                "subnet": subnet,
+                "a_ip": str(IPAddress(a_ip)),
+                "b_ip": str(IPAddress(b_ip)),
+            }
         )
     return {"nodes": nodes, "links": links, "kept": kept, "changes": changes, "errors": errors}

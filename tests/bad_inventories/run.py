@@ -190,6 +190,8 @@ def main() -> int:
         print(f"need an inventory with at least 3 hosts, {inventory} has {hosts}", file=sys.stderr)
         return 2
     names = {f"host{i}": host for i, host in enumerate(hosts)}
+    # {addr0}: the management address of the first node (for "one node under two names").
+    names["addr0"] = str(effective_vars(inventory, hosts[0]).get("ansible_host", hosts[0]))
     cases = yaml.safe_load(args.cases.read_text())
     before = snapshot(inventory)
     rejected = 0

@@ -1,0 +1,356 @@
+"""The data network is safe by construction: lab cases of mesh_network on a converged lab instance.
+
+Each case runs ansible-playbook as a user would, on a copy of the instance's inventory edited the way
+people edit inventories, and checks what it printed, what it left on the nodes (netplan files,
+addresses, routes) and that the management network still answers. Every case leaves the instance as
+it found it (the mesh as the lab built it).
+
+    .venv/bin/python tests/mesh/run.py --inventory inventories/mol [--only NAME ...]
+
+Cases: the LLDP map that discover.yml writes; a swapped pair of ports named before the apply; a
+rollback that gives the management port back; reorder, removal of a middle node, append (two nodes
+with --nodes 5 on a 5-node instance); renumbering only with mesh_network_renumber=true.
+Prints one line per check, the time of each case, and "N passed, M failed"; exit status 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS: list[tuple[str, bool, str]] = []
+NETPLAN = "/etc/netplan/60-rdmaops-mesh.yaml"
+# What must not change when a run is refused: files (checksum), addresses, routes.
+SNAPSHOT = (
+    f'for f in {NETPLAN} /run/systemd/network/*; do [ -f "$f" ] && '
+    'echo "$(sha256sum < "$f" | cut -c1-16) $f"; done; ip -br -4 addr; ip -4 route'
+)
+APPLY_TASK = "TASK [rdmaops.cluster.mesh_network : Apply the data-port netplan"
+
+
+def env() -> dict[str, str]:
+    out = dict(os.environ)
+    out.update(
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False"
+    )
+    return out
+
+
+def tool(name: str) -> str:
+    local = Path(sys.executable).with_name(name)
+    return str(local) if local.exists() else name
+
+
+def check(name: str, ok: bool, detail: str = "") -> bool:
+    RESULTS.append((name, ok, detail))
+    print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+    return ok
+
+
+class Lab:
+    def __init__(self, inventory: Path) -> None:
+        self.inventory = inventory
+        self.doc = yaml.safe_load((inventory / "hosts.yml").read_text())
+        self.group = next(iter(self.doc["all"]["children"]))
+        hosts = self.doc["all"]["children"][self.group]["hosts"]
+        self.hosts = list(hosts)
+        self.addr = {h: v["ansible_host"] for h, v in hosts.items()}
+        self.ports = {h: dict(v.get("mesh_network_ports") or {}) for h, v in hosts.items()}
+        self.key = self.doc["all"]["children"][self.group]["vars"]["ansible_ssh_private_key_file"]
+        self.tmp = Path(tempfile.mkdtemp(prefix="rdmaops-mesh-"))
+
+    def ssh(self, host: str, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        argv = ["ssh", "-i", self.key, "-o", "UserKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=no"]
+        argv += ["-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5", f"root@{self.addr[host]}", command]
+        return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
+
+    def inventory_copy(self, name: str, hosts: list[str] | None = None, **host_edits: Any) -> Path:
+        """A copy of the inventory with only ``hosts`` (in that order) and per-host variable edits."""
+        dest = self.tmp / name
+        shutil.rmtree(dest, ignore_errors=True)
+        shutil.copytree(self.inventory, dest)
+        doc = json.loads(json.dumps(self.doc))
+        group = doc["all"]["children"][self.group]
+        order = hosts or self.hosts
+        group["hosts"] = {h: group["hosts"][h] for h in order}
+        for values in group["hosts"].values():
+            ports = values.get("mesh_network_ports") or {}
+            values["mesh_network_ports"] = {p: port for p, port in ports.items() if p in order}
+        for host, edits in host_edits.items():
+            group["hosts"][host].update(edits)
+        (dest / "hosts.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        return dest
+
+    def play(
+        self, playbook: str, inventory: Path | None = None, *extra: str, timeout: float = 300
+    ) -> tuple[int, str, float]:
+        argv = [
+            tool("ansible-playbook"),
+            "-i",
+            str(inventory or self.inventory),
+            str(ROOT / playbook),
+            *extra,
+        ]
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(
+                argv, cwd=ROOT, env=env(), capture_output=True, text=True, check=False, timeout=timeout
+            )
+            out, rc = proc.stdout + proc.stderr, proc.returncode
+        except subprocess.TimeoutExpired as exc:
+            out, rc = f"timed out after {timeout} s: {exc.stdout!r}", 124
+        return rc, out, time.monotonic() - start
+
+    def mesh(self, inventory: Path | None = None, *extra: str) -> tuple[int, str, float]:
+        return self.play("playbooks/mesh_network.yml", inventory, *extra)
+
+    def snapshot(self, hosts: list[str] | None = None) -> dict[str, str]:
+        return {h: self.ssh(h, SNAPSHOT).stdout for h in hosts or self.hosts}
+
+    def data_addresses(self, hosts: list[str] | None = None) -> dict[str, list[str]]:
+        """{host: ['ifname a.b.c.d/len']} of the data ports and the node-address bridge."""
+        out: dict[str, list[str]] = {}
+        for host in hosts or self.hosts:
+            links = json.loads(self.ssh(host, "ip -j -4 addr show").stdout or "[]")
+            out[host] = sorted(
+                f"{link['ifname']} {info['local']}/{info['prefixlen']}"
+                for link in links
+                if link["ifname"] not in ("lo", "mgmt0")
+                for info in link.get("addr_info", [])
+            )
+        return out
+
+    def mgmt_ok(self) -> bool:
+        return all(self.ssh(h, "true", timeout=20).returncode == 0 for h in self.hosts)
+
+    def restore(self) -> bool:
+        """Back to the mesh as the lab built it: the lab's inventory, renumbered to list positions."""
+        rc, out, _ = self.mesh(None, "-e", "mesh_network_renumber=true")
+        if rc != 0:
+            print(out[-3000:])
+        return rc == 0
+
+
+def tail(out: str) -> str:
+    lines = [line for line in out.splitlines() if "fatal" in line or "msg" in line or "FAILED" in line]
+    return " | ".join(lines[-3:])[-600:]
+
+
+def case_discover(lab: Lab) -> None:
+    dest = lab.tmp / "discovered"
+    rc, out, took = lab.play("playbooks/discover.yml", None, "-e", f"mesh_network_discover_dir={dest}")
+    found = {}
+    for host in lab.hosts:
+        path = dest / host / "mesh_network_ports.yml"
+        found[host] = (
+            (yaml.safe_load(path.read_text()) or {}).get("mesh_network_ports") if path.exists() else None
+        )
+    wrong = {h: found[h] for h in lab.hosts if found[h] != lab.ports[h]}
+    check(
+        f"discover.yml writes the port map the lab was built with ({len(lab.hosts)} nodes, {took:.1f} s)",
+        rc == 0 and not wrong,
+        f"rc={rc} differs: {wrong} {tail(out)}" if rc or wrong else "",
+    )
+
+
+def case_swapped(lab: Lab) -> None:
+    first, second, third = lab.hosts[:3]
+    ports = lab.ports[first]
+    swapped = {second: ports[third], third: ports[second]}
+    inv = lab.inventory_copy("swapped", **{first: {"mesh_network_ports": swapped}})
+    before = lab.snapshot()
+    rc, out, took = lab.mesh(inv)
+    # Which port of `third` faces `first`: the one the lab declared on `third` for `first`.
+    want = f"{first} {ports[third]} faces {third} {lab.ports[third][first]}, the inventory says {second}"
+    check(
+        f"a swapped pair is named before the apply ({took:.1f} s)",
+        rc != 0 and want in out and APPLY_TASK not in out,
+        "" if want in out else f"rc={rc}, no {want!r}: {tail(out)}",
+    )
+    check("nothing changed on the nodes after the refused swap", lab.snapshot() == before and lab.mgmt_ok())
+
+
+def case_rollback_management(lab: Lab) -> None:
+    """A netplan file that takes over the management port is rolled back and the port comes back."""
+    host = lab.hosts[0]
+    before = lab.snapshot([host])
+    content = (
+        "network:\n  version: 2\n  ethernets:\n    mgmt0:\n      renderer: networkd\n"
+        "      addresses: [172.31.254.1/24]\n"
+    )
+    args = json.dumps(
+        {
+            "dest": "/etc/netplan/70-rdmaops-test-takeover.yaml",
+            "content": content,
+            "check_targets": [lab.addr[host].rsplit(".", 1)[0] + ".1"],
+            "timeout": 8,
+        }
+    )
+    start = time.monotonic()
+    proc = subprocess.run(
+        [tool("ansible"), host, "-i", str(lab.inventory), "-m", "rdmaops.cluster.netplan_apply", "-a", args],
+        cwd=ROOT,
+        env=env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=180,
+    )
+    took = time.monotonic() - start
+    out = proc.stdout + proc.stderr
+    check(
+        f"a file taking over the management port is rolled back within the bound ({took:.1f} s)",
+        proc.returncode != 0 and "restored and answers again" in out and took < 8 * 3 + 30 + 30,
+        tail(out) if "restored and answers again" not in out else "",
+    )
+    after = lab.snapshot([host])
+    check(
+        "the management port has its address again and the node's files, addresses and routes are as before",
+        lab.mgmt_ok() and after == before,
+        "" if after == before else f"before {before[host]!r} after {after[host]!r}",
+    )
+
+
+def case_reorder(lab: Lab) -> None:
+    before = lab.data_addresses()
+    inv = lab.inventory_copy("reordered", hosts=sorted(lab.hosts, reverse=True))
+    rc, out, took = lab.mesh(inv)
+    after = lab.data_addresses()
+    check(
+        f"a reordered inventory keeps every address ({took:.1f} s)",
+        rc == 0 and after == before,
+        tail(out) if rc else "",
+    )
+    rc, out, took = lab.mesh(inv, "-e", "mesh_network_renumber=true")
+    moved = lab.data_addresses()
+    check(
+        f"with mesh_network_renumber=true the reordered mesh is renumbered ({took:.1f} s)",
+        rc == 0 and moved != before and "changed=" in out,
+        tail(out) if rc else "",
+    )
+    check("restored to the lab's numbering", lab.restore() and lab.data_addresses() == before)
+
+
+def case_renumber_refused(lab: Lab) -> None:
+    before = lab.snapshot()
+    rc, out, took = lab.mesh(None, "-e", "mesh_network_link_pool=192.168.104.0/22")
+    first, second = lab.hosts[:2]
+    check(
+        f"a new link pool without the flag fails listing the links that would change ({took:.1f} s)",
+        rc != 0
+        and f"{first}-{second} 192.168.100.0/30 is outside mesh_network_link_pool" in out
+        and "mesh_network_renumber=true" in out
+        and APPLY_TASK not in out,
+        tail(out),
+    )
+    check(
+        "nothing changed on the nodes after the refused renumber", lab.snapshot() == before and lab.mgmt_ok()
+    )
+
+
+def case_remove_middle(lab: Lab) -> None:
+    before = lab.data_addresses()
+    middle = lab.hosts[1]
+    rest = [h for h in lab.hosts if h != middle]
+    inv = lab.inventory_copy("removed", hosts=rest)
+    rc, out, took = lab.mesh(inv)
+    after = lab.data_addresses(rest)
+    # Every address but those of the ports that faced the removed node is still there.
+    kept = all(
+        {a for a in before[h] if not a.startswith(lab.ports[h][middle] + " ")} <= set(after[h]) for h in rest
+    )
+    check(
+        f"removing the middle node {middle} keeps every other address ({took:.1f} s)",
+        rc == 0 and kept,
+        f"before {before} after {after} {tail(out)}" if not kept or rc else "",
+    )
+    # Back: the removed node's file still names its links, so they come back with their subnets.
+    rc, out, took = lab.mesh(None)
+    check(
+        f"adding {middle} back restores its links as they were ({took:.1f} s)",
+        rc == 0 and lab.data_addresses() == before,
+        tail(out) if rc else "",
+    )
+
+
+def case_append(lab: Lab) -> None:
+    """Append nodes to a running mesh: existing addresses stay, new pairs get new subnets."""
+    if len(lab.hosts) < 5:
+        first = lab.hosts[:2]
+        label = f"{len(lab.hosts) - 2} node(s)"
+    else:
+        first = lab.hosts[:3]
+        label = "two nodes"
+    new = [h for h in lab.hosts if h not in first]
+    # Start from a mesh of the first nodes only, the new ones without any data-network file (new servers).
+    for host in new:
+        flush = "; ".join(f"ip -4 addr flush dev {port}" for port in lab.ports[host].values())
+        lab.ssh(host, f"rm -f {NETPLAN}; netplan generate; networkctl reload; ip link del nodeaddr0; {flush}")
+    rc, out, _ = lab.mesh(lab.inventory_copy("small", hosts=first), "--limit", ",".join(first))
+    small = lab.data_addresses(first)
+    rc2, out2, took2 = lab.mesh(None)
+    grown = lab.data_addresses()
+    link_addresses = [a.split()[1] for h in lab.hosts for a in grown[h] if not a.startswith("nodeaddr")]
+    kept = all(set(small[h]) <= set(grown[h]) for h in first)
+    check(
+        f"appending {label} keeps every address of the running mesh ({took2:.1f} s)",
+        rc == 0 and rc2 == 0 and kept,
+        f"{tail(out)} {tail(out2)}" if rc or rc2 else ("" if kept else f"small {small} grown {grown}"),
+    )
+    pairs = len(lab.hosts) * (len(lab.hosts) - 1) // 2
+    check(
+        f"the appended nodes' links got subnets of their own ({pairs} pairs)",
+        len(set(link_addresses)) == 2 * pairs and len(grown[new[0]]) == len(lab.hosts),
+        f"{grown}",
+    )
+    check("restored to the lab's numbering", lab.restore() and lab.mgmt_ok())
+
+
+CASES: dict[str, Callable[[Lab], None]] = {
+    "discover": case_discover,
+    "swapped": case_swapped,
+    "rollback_management": case_rollback_management,
+    "renumber_refused": case_renumber_refused,
+    "reorder": case_reorder,
+    "remove_middle": case_remove_middle,
+    "append": case_append,
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    ap.add_argument("--inventory", required=True, type=Path)
+    ap.add_argument("--only", nargs="*", choices=list(CASES))
+    args = ap.parse_args()
+    lab = Lab(args.inventory.resolve())
+    total = time.monotonic()
+    try:
+        for name in args.only or list(CASES):
+            start = time.monotonic()
+            try:
+                CASES[name](lab)
+            except Exception as exc:  # a crashed case is a failed check
+                check(f"{name} ran", False, repr(exc))
+            print(f"-- {name}: {time.monotonic() - start:.0f} s", flush=True)
+    finally:
+        shutil.rmtree(lab.tmp, ignore_errors=True)
+    failed = sum(1 for result in RESULTS if not result[1])
+    print(f"-- all: {time.monotonic() - total:.0f} s")
+    print(f"{len(RESULTS) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
