@@ -238,17 +238,22 @@ class ApplyResult:
     waited_s: float = 0.0
 
 
-def _wait_for(targets: Sequence[Target], timeout_s: float, ops: ApplyOps) -> list[Target]:
-    """Probe until one round in which every target answers; return the silent ones of the last round.
+def _wait_for(targets: Sequence[Target], timeout_s: float, ops: ApplyOps, rounds: int = 1) -> list[Target]:
+    """Probe until ``rounds`` consecutive rounds in which every target answers; return the silent ones.
 
     A whole round must pass: while networkd is still reconfiguring, targets can answer over the old
-    configuration, so one answer per target collected over several rounds proves nothing.
+    configuration, so one answer per target collected over several rounds proves nothing. After a
+    change, two rounds a second apart: networkd applies the new addresses before it drops the old ones
+    of an interface it takes over, so a first round can still answer over what is about to go (seen in
+    the lab: a file taking over the management port passed one round 10 ms after the reload).
     """
     start = ops.monotonic()
+    passed = 0
     while True:
         answers = ops.probe(targets) if targets else []
         missing = [t for t, ok in zip(targets, answers, strict=True) if not ok]
-        if not missing or ops.monotonic() - start >= timeout_s:
+        passed = 0 if missing else passed + 1
+        if passed >= rounds or (missing and ops.monotonic() - start >= timeout_s):
             return missing
         ops.sleep(1.0)
 
@@ -368,7 +373,7 @@ def safe_apply(
             "the previous file was restored",
             details,
         )
-    missing = _wait_for(required, max(timeout_s - (ops.monotonic() - start), 1.0), ops)
+    missing = _wait_for(required, max(timeout_s - (ops.monotonic() - start), 1.0), ops, rounds=2)
     waited = ops.monotonic() - start
     if missing:
         details["restore_problems"] = _restore(dest, old, mode, ops)

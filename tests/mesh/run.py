@@ -195,6 +195,7 @@ def case_rollback_management(lab: Lab) -> None:
             "dest": "/etc/netplan/70-rdmaops-test-takeover.yaml",
             "content": content,
             "check_targets": [lab.addr[host].rsplit(".", 1)[0] + ".1"],
+            "expect_addresses": [{"ifname": "mgmt0", "address": "172.31.254.1/24"}],
             "timeout": 8,
         }
     )

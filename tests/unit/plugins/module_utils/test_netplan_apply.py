@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -145,7 +146,8 @@ def test_slow_peer_is_waited_for() -> None:
     ops = node.ops()
     ops.probe = flaky
     result = na.safe_apply(DEST, "new", targets=TARGETS, ops=ops)
-    assert result.changed and node.files[DEST] == "new" and calls["n"] == 4
+    # before, two silent rounds, then two answering rounds a second apart
+    assert result.changed and node.files[DEST] == "new" and calls["n"] == 5
 
 
 def test_breaking_change_is_rolled_back() -> None:
@@ -271,3 +273,110 @@ def test_real_file_write_is_atomic_and_private(tmp_path) -> None:  # type: ignor
     assert sorted(p.name for p in (tmp_path / "netplan").iterdir()) == ["60-x.yaml"]
     na.remove_file(path)
     assert na.read_file(path) is None and na.file_mode(path) is None
+
+
+# --------------------------------------------------------------------------- interface state and repair
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "iproute2"
+
+
+def test_parse_state_reads_addresses_flags_and_static_routes() -> None:
+    addr = (FIXTURES / "ip_addr_node1_mesh.json").read_text()
+    routes = json.dumps(
+        [
+            {
+                "dst": "10.255.0.2",
+                "gateway": "192.168.100.2",
+                "dev": "data0",
+                "protocol": "static",
+                "prefsrc": "10.255.0.1",
+                "flags": [],
+            },
+            {
+                "dst": "10.96.0.0/24",
+                "dev": "mgmt0",
+                "protocol": "kernel",
+                "scope": "link",
+                "prefsrc": "10.96.0.11",
+                "flags": [],
+            },
+        ]
+    )
+    state = na.parse_state(addr, routes)
+    assert state.links["mgmt0"] == (True, frozenset({"10.96.0.11/24"}))
+    assert state.links["nodeaddr0"] == (True, frozenset({"10.255.0.1/32"}))
+    # The kernel's own subnet routes come back with the addresses: only static ones are kept.
+    assert state.routes == frozenset({("10.255.0.2", "192.168.100.2", "data0", "10.255.0.1")})
+
+
+def _state(links: dict[str, tuple[bool, set[str]]], routes: set[tuple[str, str, str, str]]) -> na.LinkState:
+    return na.LinkState({k: (up, frozenset(a)) for k, (up, a) in links.items()}, frozenset(routes))
+
+
+def test_repair_gives_a_taken_over_management_port_back() -> None:
+    before = _state(
+        {"mgmt0": (True, {"10.96.0.11/24"}), "data0": (True, {"192.168.100.1/30"})},
+        {("default", "10.96.0.1", "mgmt0", "")},
+    )
+    # The new file took mgmt0: its address replaced, the default route gone, the port down.
+    now = _state({"mgmt0": (False, {"172.31.254.1/24"}), "data0": (True, {"192.168.100.1/30"})}, set())
+    assert na.repair_commands(before, now) == [
+        ["ip", "link", "set", "dev", "mgmt0", "up"],
+        ["ip", "addr", "del", "172.31.254.1/24", "dev", "mgmt0"],
+        ["ip", "addr", "add", "10.96.0.11/24", "dev", "mgmt0"],
+        ["ip", "route", "replace", "default", "via", "10.96.0.1", "dev", "mgmt0"],
+    ]
+
+
+def test_repair_leaves_an_unchanged_node_and_vanished_devices_alone() -> None:
+    before = _state({"mgmt0": (True, {"10.96.0.11/24"}), "br9": (True, {"10.9.9.9/32"})}, set())
+    assert na.repair_commands(before, before) == []
+    # br9 no longer exists: networkd recreates its own devices; nothing to run for it.
+    now = _state({"mgmt0": (True, {"10.96.0.11/24"})}, set())
+    assert na.repair_commands(before, now) == []
+
+
+class TakeoverNode(FakeNode):
+    """A node where the new file takes over the management port; only a repair gives its address back.
+
+    The first probe round after the reload still answers (networkd drops the old address a moment later).
+    """
+
+    def __init__(self) -> None:
+        super().__init__("old", {"old": {"10.99.0.1"}, "new": set()})
+        self.mgmt = {"10.99.0.11/24"}
+        self.rounds_after_reload = 0
+
+    def ops(self) -> na.ApplyOps:
+        ops = super().ops()
+        ops.state = lambda: _state({"mgmt0": (True, set(self.mgmt))}, set())
+        return ops
+
+    def _run(self, argv: list[str]) -> tuple[int, str, str]:
+        rc = super()._run(argv)
+        if argv == na.RELOAD and self.applied == "new":
+            self.mgmt = {"172.31.254.1/24"}
+        if argv[:3] == ["ip", "addr", "del"]:
+            self.mgmt.discard(argv[3])
+        if argv[:3] == ["ip", "addr", "add"]:
+            self.mgmt.add(argv[3])
+        return rc
+
+    def _probe(self, targets: Sequence[na.Target]) -> list[bool]:
+        self.clock += 1.0
+        if self.applied == "new":
+            self.rounds_after_reload += 1
+        answering = "10.99.0.11/24" in self.mgmt or self.rounds_after_reload == 1
+        return [answering for _ in targets]
+
+
+def test_takeover_of_the_management_port_is_rolled_back_and_repaired() -> None:
+    node = TakeoverNode()
+    with pytest.raises(na.ApplyError) as err:
+        na.safe_apply(DEST, "new", targets=[na.Target("10.99.0.1")], timeout_s=8, ops=node.ops())
+    assert "restored and answers again" in str(err.value)
+    assert node.files[DEST] == "old" and node.mgmt == {"10.99.0.11/24"}
+    assert err.value.details["repaired"] == [
+        "ip addr del 172.31.254.1/24 dev mgmt0",
+        "ip addr add 10.99.0.11/24 dev mgmt0",
+    ]
