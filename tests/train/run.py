@@ -144,8 +144,11 @@ def losses(records: list[dict[str, Any]]) -> dict[int, float]:
 
 def reset(lab: Lab, *jobs: str) -> None:
     for job in jobs:
+        workdir = lab.shared(f"/shared/train/{job}")
+        if not workdir.exists():  # never launched here (the stop playbook reads the job.json in it)
+            continue
         lab.play("playbooks/train_stop.yml", "-e", f"job={job}")
-        subprocess.run(["rm", "-rf", str(lab.shared(f"/shared/train/{job}"))], check=False)
+        subprocess.run(["rm", "-rf", str(workdir)], check=False)
 
 
 GLM_ON_LAB = '{"recipe_overrides": {"cluster.nodes": 3, "train.global_batch_size": 48}}'
