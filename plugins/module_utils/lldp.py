@@ -80,7 +80,7 @@ def host_by_name(names: Mapping[str, Iterable[str]]) -> dict[str, str]:
         for alias in [host, *aliases]:
             if alias:
                 out.setdefault(str(alias).lower(), host)
-                out.setdefault(str(alias).split(".")[0].lower(), host)
+                out.setdefault(str(alias).partition(".")[0].lower(), host)
     return out
 
 
@@ -116,7 +116,7 @@ def cabling_report(
             )
             continue
         sysname = str(seen.get("sysname") or "")
-        faces = lookup.get(sysname.lower()) or lookup.get(sysname.split(".")[0].lower()) or sysname
+        faces = lookup.get(sysname.lower()) or lookup.get(sysname.partition(".")[0].lower()) or sysname
         if faces != peer:
             shown = faces or f"chassis {seen.get('chassis_id')}"
             errors.append(f"{host} {ifname} faces {shown} {peer_port_name(seen)}, the inventory says {peer}")
@@ -144,7 +144,7 @@ def discovered_ports(
             continue
         seen = neighbors[ifname]
         sysname = str(seen.get("sysname") or "")
-        peer = lookup.get(sysname.lower()) or lookup.get(sysname.split(".")[0].lower())
+        peer = lookup.get(sysname.lower()) or lookup.get(sysname.partition(".")[0].lower())
         if peer is None or peer == host:
             unknown.append(f"{ifname}: {sysname or seen.get('chassis_id') or '?'}")
             continue

@@ -185,7 +185,7 @@ def read_netplan(doc: Any, nodeaddr_ifname: str) -> dict[str, Any]:
     node_address = ""
     bridge = (network.get("bridges") or {}).get(nodeaddr_ifname) or {}
     for cidr in bridge.get("addresses") or []:
-        node_address = str(cidr).split("/")[0]
+        node_address = str(cidr).partition("/")[0]
     links: list[dict[str, Any]] = []
     for ifname, entry in (network.get("ethernets") or {}).items():
         if not isinstance(entry, Mapping):
@@ -202,7 +202,7 @@ def read_netplan(doc: Any, nodeaddr_ifname: str) -> dict[str, Any]:
                 "prefix": net.prefixlen,
                 "subnet": str(net.cidr),
                 "peer_address": str(routes[0].get("via") or ""),
-                "peer_node_address": str(routes[0].get("to") or "").split("/")[0],
+                "peer_node_address": str(routes[0].get("to") or "").partition("/")[0],
             }
         )
     return {"node_address": node_address, "links": links}

@@ -124,8 +124,8 @@ def parse_state(addr_text: str, route_text: str) -> LinkState:
 
 
 def read_state() -> LinkState | None:
-    rc_a, addr, _ = run_command(["ip", "-j", "addr", "show"])
-    rc_r, route, _ = run_command(["ip", "-j", "route", "show", "table", "main"])
+    rc_a, addr, _err_a = run_command(["ip", "-j", "addr", "show"])
+    rc_r, route, _err_r = run_command(["ip", "-j", "route", "show", "table", "main"])
     if rc_a != 0 or rc_r != 0:
         return None
     return parse_state(addr, route)

@@ -137,7 +137,7 @@ class Lab:
 
     def restore(self) -> bool:
         """Back to the mesh as the lab built it: the lab's inventory, renumbered to list positions."""
-        rc, out, _ = self.mesh(None, "-e", "mesh_network_renumber=true")
+        rc, out, _took = self.mesh(None, "-e", "mesh_network_renumber=true")
         if rc != 0:
             print(out[-3000:])
         return rc == 0
@@ -299,7 +299,7 @@ def case_append(lab: Lab) -> None:
     for host in new:
         flush = "; ".join(f"ip -4 addr flush dev {port}" for port in lab.ports[host].values())
         lab.ssh(host, f"rm -f {NETPLAN}; netplan generate; networkctl reload; ip link del nodeaddr0; {flush}")
-    rc, out, _ = lab.mesh(lab.inventory_copy("small", hosts=first), "--limit", ",".join(first))
+    rc, out, _took = lab.mesh(lab.inventory_copy("small", hosts=first), "--limit", ",".join(first))
     small = lab.data_addresses(first)
     rc2, out2, took2 = lab.mesh(None)
     grown = lab.data_addresses()
@@ -319,10 +319,86 @@ def case_append(lab: Lab) -> None:
     check("restored to the lab's numbering", lab.restore() and lab.mgmt_ok())
 
 
+def case_management_path(lab: Lab) -> None:
+    """A data port that carries the default route, and one with an address on the management network."""
+    host = lab.hosts[0]
+    first, second = (lab.ports[host][p] for p in lab.hosts[1:3])
+    mgmt_net = lab.addr[host].rsplit(".", 1)[0]
+    peer_link = lab.ssh(host, f"ip -j -4 route show dev {first} scope link").stdout
+    via = json.loads(peer_link or "[]")[0]["dst"].split("/")[0].rsplit(".", 1)[0]
+    setup = f"ip route add default via {via}.2 dev {first}; ip addr add {mgmt_net}.211/24 dev {second}"
+    lab.ssh(host, setup)
+    try:
+        before = lab.snapshot()
+        rc, out, took = lab.mesh()
+        want = [
+            f"is '{first}', the interface of the default route",
+            f"is '{second}', which has {mgmt_net}.211 on the management network",
+        ]
+        missing = [w for w in want if w not in out]
+        check(
+            f"data ports on the default route or the management network are refused ({took:.1f} s)",
+            rc != 0 and not missing and APPLY_TASK not in out,
+            f"missing {missing}: {tail(out)}" if missing or rc == 0 else "",
+        )
+        check(
+            "nothing changed on the nodes after the refused run", lab.snapshot() == before and lab.mgmt_ok()
+        )
+    finally:
+        lab.ssh(host, f"ip route del default dev {first}; ip addr del {mgmt_net}.211/24 dev {second}")
+
+
+def case_cut_off(lab: Lab) -> None:
+    """A node whose management link dies during the apply fails the play, named, within a bounded time."""
+    host = lab.hosts[0]
+    name = yaml.safe_load((lab.inventory / "group_vars" / "all.yml").read_text())["rdmaops_lab"]["name"]
+    index = lab.hosts.index(host) + 1
+    argv = [tool("ansible-playbook"), "-i", str(lab.inventory), str(ROOT / "playbooks/mesh_network.yml")]
+    argv += ["-e", "mesh_network_mtu=8000", "-e", "mesh_network_apply_timeout=5"]
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    out: list[str] = []
+    cut = False
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            out.append(line)
+            if not cut and line.startswith(APPLY_TASK):
+                # The host end of the node's management veth goes down: the node is cut off.
+                subprocess.run(["ip", "link", "set", f"{name}-m{index}", "down"], check=True)
+                cut = True
+        proc.wait(timeout=300)
+    finally:
+        took = time.monotonic() - start
+        subprocess.run(["ip", "link", "set", f"{name}-m{index}", "up"], check=False)
+    text = "".join(out)
+    bound = 5 * 3 + 30
+    named = [line for line in out if line.startswith(f"fatal: [{host}]")]
+    check(
+        f"a node cut off during the apply fails the play, named, within the bound ({took:.1f} s, "
+        f"task timeout {bound} s)",
+        cut
+        and proc.returncode != 0
+        and bool(named)
+        and ("Timed out after" in text or "exceeded the timeout" in text or "UNREACHABLE" in text)
+        and took < bound + 90,
+        "" if named else tail(text),
+    )
+    time.sleep(3)
+    check(
+        "the node answers again once its link is back, and the mesh is restored",
+        lab.mgmt_ok() and lab.restore(),
+    )
+
+
 CASES: dict[str, Callable[[Lab], None]] = {
     "discover": case_discover,
     "swapped": case_swapped,
     "rollback_management": case_rollback_management,
+    "management_path": case_management_path,
+    "cut_off": case_cut_off,
     "renumber_refused": case_renumber_refused,
     "reorder": case_reorder,
     "remove_middle": case_remove_middle,

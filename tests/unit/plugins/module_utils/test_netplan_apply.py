@@ -367,7 +367,7 @@ class TakeoverNode(FakeNode):
         if self.applied == "new":
             self.rounds_after_reload += 1
         answering = "10.99.0.11/24" in self.mgmt or self.rounds_after_reload == 1
-        return [answering for _ in targets]
+        return [answering] * len(targets)
 
 
 def test_takeover_of_the_management_port_is_rolled_back_and_repaired() -> None:
