@@ -88,6 +88,11 @@ def main() -> int:
         "--inventory", type=Path, required=True, help="the lab instance's inventory directory"
     )
     parser.add_argument("--nodes", type=int, default=4, help="node count to grow to")
+    parser.add_argument(
+        "--playbook",
+        default="site.yml",
+        help="re-run after the growth: site.yml, or playbooks/mesh_network.yml (the addresses only)",
+    )
     args = parser.parse_args()
     inventory = args.inventory.resolve()
     lab_vars = yaml.safe_load((inventory / "group_vars" / "all.yml").read_text())
@@ -131,11 +136,12 @@ def main() -> int:
         ],
         "waiting for the nodes",
     )
-    site = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "site.yml")], "site.yml")
+    site = run([tool("ansible-playbook"), "-i", str(inventory), str(ROOT / args.playbook)], args.playbook)
     after = data_addresses(inventory, mgmt)
 
     print(
-        f"lab {lab}: grew {len(before)} -> {len(after)} nodes in {grow:.1f} s, site.yml re-run {site:.1f} s"
+        f"lab {lab}: grew {len(before)} -> {len(after)} nodes in {grow:.1f} s, "
+        f"{args.playbook} re-run {site:.1f} s"
     )
     lost: list[str] = []
     for host in sorted(before):
