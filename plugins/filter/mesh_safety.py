@@ -65,8 +65,8 @@ def mesh_identity_errors(identities: Mapping[str, Any]) -> list[str]:
 
 
 @_filter_errors
-def mesh_read_netplan(doc: Any, nodeaddr_ifname: str) -> dict[str, Any]:
-    return ms.read_netplan(doc, nodeaddr_ifname)
+def mesh_read_netplan(doc: Any, nodeaddr_ifname: str, text: Any = "") -> dict[str, Any]:
+    return ms.read_netplan(doc, nodeaddr_ifname, str(text or ""))
 
 
 @_filter_errors

@@ -15,6 +15,7 @@ filters in plugins/filter/mesh_safety.py before anything changes.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -171,11 +172,16 @@ def identity_errors(identities: Mapping[str, Mapping[str, Any]]) -> list[str]:
 # --------------------------------------------------------------------------- the plan already applied
 
 
-def read_netplan(doc: Any, nodeaddr_ifname: str) -> dict[str, Any]:
+PEERS_COMMENT = re.compile(r"^# rdmaops-mesh-peers: (\{.*\})$", re.MULTILINE)
+
+
+def read_netplan(doc: Any, nodeaddr_ifname: str, text: str = "") -> dict[str, Any]:
     """What a node's role-written netplan file holds: its node address and its links.
 
     Returns {node_address, links: [{ifname, address, prefix, subnet, peer_address, peer_node_address}]}
-    (empty for no file). The peer of a link is named by its node address (the /32 route's target).
+    (empty for no file). The peer of a link is named by its node address (the /32 route's target), and
+    by ``peer``, the inventory name the role recorded in the file's ``# rdmaops-mesh-peers:`` comment line
+    (``text`` is the raw file) when it did.
     """
     if not doc:
         return {"node_address": "", "links": []}
@@ -186,6 +192,13 @@ def read_netplan(doc: Any, nodeaddr_ifname: str) -> dict[str, Any]:
     bridge = (network.get("bridges") or {}).get(nodeaddr_ifname) or {}
     for cidr in bridge.get("addresses") or []:
         node_address = str(cidr).partition("/")[0]
+    recorded: dict[str, str] = {}
+    match = PEERS_COMMENT.search(text or "")
+    if match:
+        try:
+            recorded = {str(k): str(v) for k, v in json.loads(match.group(1)).items()}
+        except (ValueError, AttributeError):
+            recorded = {}
     links: list[dict[str, Any]] = []
     for ifname, entry in (network.get("ethernets") or {}).items():
         if not isinstance(entry, Mapping):
@@ -203,6 +216,7 @@ def read_netplan(doc: Any, nodeaddr_ifname: str) -> dict[str, Any]:
                 "subnet": str(net.cidr),
                 "peer_address": str(routes[0].get("via") or ""),
                 "peer_node_address": str(routes[0].get("to") or "").partition("/")[0],
+                "peer": recorded.get(str(ifname), ""),
             }
         )
     return {"node_address": node_address, "links": links}
@@ -273,6 +287,11 @@ def anchored_layout(
         for link in (existing.get(host) or {}).get("links") or []:
             reserved.add(str(link["subnet"]))
             peer = by_node_address.get(str(link.get("peer_node_address")))
+            if peer is None and link.get("peer") in names:
+                peer = str(link["peer"])  # recorded in the file by the run that wrote it
+                if peer not in used_nodes and link.get("peer_node_address"):
+                    used_nodes[peer] = str(link["peer_node_address"])
+                    by_node_address[used_nodes[peer]] = peer
             if peer is None:
                 peer = _declared_peer((ports or {}).get(host), str(link["ifname"]))
                 if (

@@ -106,6 +106,7 @@ def test_read_netplan_from_the_real_file() -> None:
                 "subnet": "192.168.100.0/30",
                 "peer_address": "192.168.100.2",
                 "peer_node_address": "10.255.0.2",
+                "peer": "",
             },
             {
                 "ifname": "data1",
@@ -114,6 +115,7 @@ def test_read_netplan_from_the_real_file() -> None:
                 "subnet": "192.168.100.4/30",
                 "peer_address": "192.168.100.6",
                 "peer_node_address": "10.255.0.3",
+                "peer": "",
             },
         ],
     }
@@ -265,3 +267,21 @@ def test_host_plan_uses_the_layout() -> None:
         ("n3", "192.168.100.5", "192.168.100.4/30"),
     }
     assert json.dumps(plan)  # plain data for set_fact
+
+
+def test_the_recorded_peer_wins_over_declared_ports_when_the_peer_file_is_unread() -> None:
+    # Only node1 in the play, and its inventory now declares the two ports swapped (crossed cables):
+    # the pair subnets stay with the peers recorded in node1's file, so the file changes and the probes
+    # of the apply catch the swap (the declared ports alone would have kept the file as it is).
+    text = "# rdmaops-mesh-peers: " + json.dumps({"data0": "node2", "data1": "node3"}) + "\n"
+    existing = {"node1": ms.read_netplan(NETPLAN, "nodeaddr0", text)}
+    assert [link["peer"] for link in existing["node1"]["links"]] == ["node2", "node3"]
+    swapped = {"node1": {"node2": "data1", "node3": "data0"}}
+    layout = ms.anchored_layout(["node1", "node2", "node3"], existing, POOL, PREFIX, NODES, ports=swapped)
+    pair = next(lk for lk in layout["links"] if {lk["a"], lk["b"]} == {"node1", "node2"})
+    assert pair["subnet"] == "192.168.100.0/30" and pair["a_ip"] == "192.168.100.1"
+    # Without the record, the declared (swapped) ports name the peers.
+    bare = {"node1": ms.read_netplan(NETPLAN, "nodeaddr0")}
+    layout = ms.anchored_layout(["node1", "node2", "node3"], bare, POOL, PREFIX, NODES, ports=swapped)
+    pair = next(lk for lk in layout["links"] if {lk["a"], lk["b"]} == {"node1", "node2"})
+    assert pair["subnet"] == "192.168.100.4/30"
