@@ -237,6 +237,12 @@ def case_reorder(lab: Lab) -> None:
         rc == 0 and after == before,
         tail(out) if rc else "",
     )
+
+
+def case_renumber_flag(lab: Lab) -> None:
+    """With mesh_network_renumber=true a reordered inventory is renumbered from the list positions."""
+    before = lab.data_addresses()
+    inv = lab.inventory_copy("reordered", hosts=sorted(lab.hosts, reverse=True))
     rc, out, took = lab.mesh(inv, "-e", "mesh_network_renumber=true")
     moved = lab.data_addresses()
     check(
@@ -404,6 +410,7 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "cut_off": case_cut_off,
     "renumber_refused": case_renumber_refused,
     "reorder": case_reorder,
+    "renumber_flag": case_renumber_flag,
     "remove_middle": case_remove_middle,
     "append": case_append,
 }
