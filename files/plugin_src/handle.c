@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "mesh.h"
+#include "wire.h"
 
 #define MAGIC "MSH1"
 #define VERSION 1
@@ -18,25 +19,6 @@
 _Static_assert(MESH_HANDLE_WIRE_BYTES <= MESH_HANDLE_STATE_OFFSET, "handle overlaps the connector's state");
 _Static_assert(MESH_HANDLE_STATE_OFFSET + sizeof(void *) <= MESH_ABI_HANDLE_MAXSIZE, "handle exceeds NCCL's 128 bytes");
 
-static void put16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)(v >> 8);
-  p[1] = (uint8_t)v;
-}
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-static uint16_t get16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
-static uint32_t get32(const uint8_t *p) {
-  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
-  return v;
-}
 
 const char *mesh_backend_name(int backend) {
   return backend == MESH_BACKEND_TCP ? "tcp" : backend == MESH_BACKEND_VERBS ? "verbs" : "unknown";

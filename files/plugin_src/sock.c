@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "mesh.h"
+#include "wire.h"
 
 #define HELLO_MAGIC "MSHH"
 
@@ -85,20 +86,6 @@ void mesh_route_desc(const struct mesh_route *r, const char *nic, const char *gi
            (r->ifname[0] && !same) ? " on " : "", same ? "" : r->ifname, (gid && *gid) ? gid : "-", subnet);
 }
 
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-static void put64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
-  return v;
-}
 
 static int open_one(struct mesh_connector *c, int i, char *err, size_t errlen) {
   char desc[MESH_ERRLEN];

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "mesh.h"
+#include "wire.h"
 
 #define HDR_BYTES 16
 
@@ -116,12 +117,6 @@ static void fail(struct mesh_tcp_comm *c, struct mesh_tcp_request *r, const char
   if (!quiet) mesh_warn("%s", c->error);
 }
 
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
 
 static void *worker_main(void *arg) {
   struct worker *w = arg;

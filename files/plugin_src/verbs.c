@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "verbs_ops.h"
+#include "wire.h"
 
 #if MESH_HAVE_VERBS
 #define RING 64
@@ -54,13 +55,6 @@ struct mesh_verbs_conn {
   uint8_t out[INFO_BYTES], in[INFO_BYTES];
   size_t sent, got;
 };
-
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-static uint32_t get32(const uint8_t *p) {
-  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
 
 static void comm_free(struct mesh_verbs_comm *c) {
   if (c == NULL) return;

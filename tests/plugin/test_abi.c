@@ -11,18 +11,7 @@
 #include <string.h>
 
 #include "mesh_abi.h"
-
-static int checks, failures;
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    checks++;                                              \
-    if (!(cond)) {                                         \
-      failures++;                                          \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-    }                                                      \
-  } while (0)
+#include "check.h"
 
 /* Every member after the name is a function pointer: none may be NULL. */
 static int null_functions(const void *table, size_t size) {

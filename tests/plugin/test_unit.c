@@ -17,21 +17,11 @@
 #include <unistd.h>
 
 #include "fake_verbs.h"
+#include "check.h"
 #include "mesh.h"
 
 extern const mesh_abi_net_v11_t ncclNetPlugin_v11;
 
-static int checks, failures;
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    checks++;                                                         \
-    if (!(cond)) {                                                    \
-      failures++;                                                     \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fprintf(stderr, "\n");                                          \
-    }                                                                 \
-  } while (0)
 
 static double now(void) {
   struct timespec ts;
