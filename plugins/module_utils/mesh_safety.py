@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addressing as ma
@@ -237,12 +237,6 @@ def _pair(a: str, b: str) -> tuple[str, str]:
     return (a, b) if a < b else (b, a)
 
 
-def _subnets(pool: IPNetwork, prefix: int) -> Iterable[IPNetwork]:
-    step = 1 << (32 - prefix)
-    for first in range(pool.first, pool.last + 1, step):
-        yield IPNetwork(f"{IPAddress(first)}/{prefix}")
-
-
 def anchored_layout(
     hosts: Any,
     existing: Mapping[str, Any],
@@ -379,7 +373,7 @@ def anchored_layout(
         taken_nodes.add(candidate)
 
     taken_subnets = reserved | {old["subnet"] for old in keep.values()}
-    free_subnets = (str(s) for s in _subnets(lpool, plen))
+    free_subnets = (str(s) for s in lpool.subnet(plen))
     links: list[dict[str, str]] = []
     kept = 0
     for link in positional_links:
