@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,8 +28,9 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-RESULTS: list[tuple[str, bool, str]] = []
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from labkit import ROOT, check, env, run_cases, tool
+
 NETPLAN = "/etc/netplan/60-rdmaops-mesh.yaml"
 # What must not change when a run is refused: files (checksum), addresses, routes.
 SNAPSHOT = (
@@ -38,25 +38,6 @@ SNAPSHOT = (
     'echo "$(sha256sum < "$f" | cut -c1-16) $f"; done; ip -br -4 addr; ip -4 route'
 )
 APPLY_TASK = "TASK [rdmaops.cluster.mesh_network : Apply the data-port netplan"
-
-
-def env() -> dict[str, str]:
-    out = dict(os.environ)
-    out.update(
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False"
-    )
-    return out
-
-
-def tool(name: str) -> str:
-    local = Path(sys.executable).with_name(name)
-    return str(local) if local.exists() else name
-
-
-def check(name: str, ok: bool, detail: str = "") -> bool:
-    RESULTS.append((name, ok, detail))
-    print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
-    return ok
 
 
 class Lab:
@@ -422,21 +403,10 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", choices=list(CASES))
     args = ap.parse_args()
     lab = Lab(args.inventory.resolve())
-    total = time.monotonic()
     try:
-        for name in args.only or list(CASES):
-            start = time.monotonic()
-            try:
-                CASES[name](lab)
-            except Exception as exc:  # a crashed case is a failed check
-                check(f"{name} ran", False, repr(exc))
-            print(f"-- {name}: {time.monotonic() - start:.0f} s", flush=True)
+        return run_cases(CASES, lab, args.only)
     finally:
         shutil.rmtree(lab.tmp, ignore_errors=True)
-    failed = sum(1 for result in RESULTS if not result[1])
-    print(f"-- all: {time.monotonic() - total:.0f} s")
-    print(f"{len(RESULTS) - failed} passed, {failed} failed")
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":

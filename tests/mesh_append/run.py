@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -20,20 +19,8 @@ from pathlib import Path
 import yaml
 from netaddr import IPAddress, IPNetwork
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def env() -> dict[str, str]:
-    out = dict(os.environ)
-    out.update(
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False"
-    )
-    return out
-
-
-def tool(name: str) -> str:
-    local = Path(sys.executable).with_name(name)
-    return str(local) if local.exists() else name
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from labkit import ROOT, env, tool
 
 
 def run(argv: list[str], what: str) -> float:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -24,23 +23,11 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from labkit import ROOT, check, env, run_cases, tool
+
 # The trainer processes themselves (not torchrun's agent, whose command line names torch.distributed.run).
 TRAINER = r"^[^ ]*python[^ ]* (-u )?-m rdmaops_trainer "
-RESULTS: list[tuple[str, bool, str]] = []
-
-
-def env() -> dict[str, str]:
-    out = dict(os.environ)
-    out.update(
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False"
-    )
-    return out
-
-
-def tool(name: str) -> str:
-    local = Path(sys.executable).with_name(name)
-    return str(local) if local.exists() else name
 
 
 class Lab:
@@ -106,12 +93,6 @@ class Lab:
                 lk["ifname"]: int(lk["stats64"]["rx"]["bytes"]) for lk in json.loads(res.stdout or "[]")
             }
         return out
-
-
-def check(name: str, ok: bool, detail: str = "") -> bool:
-    RESULTS.append((name, ok, detail))
-    print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
-    return ok
 
 
 def metrics(lab: Lab, job: str, recipe: str = "tiny") -> list[dict[str, Any]]:
@@ -452,17 +433,7 @@ def main() -> int:
     ap.add_argument("--inventory", required=True, type=Path)
     ap.add_argument("--only", nargs="*", choices=list(CASES))
     args = ap.parse_args()
-    lab = Lab(args.inventory.resolve())
-    for name in args.only or list(CASES):
-        start = time.monotonic()
-        try:
-            CASES[name](lab)
-        except Exception as exc:
-            check(f"{name} ran", False, repr(exc))
-        print(f"-- {name}: {time.monotonic() - start:.0f} s", flush=True)
-    failed = sum(1 for result in RESULTS if not result[1])
-    print(f"{len(RESULTS) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return run_cases(CASES, Lab(args.inventory.resolve()), args.only)
 
 
 if __name__ == "__main__":

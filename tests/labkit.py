@@ -1,0 +1,55 @@
+"""What the lab test scripts share (tests/train/run.py, tests/mesh/run.py, tests/mesh_append/run.py):
+the repo's Ansible settings for the plays they run, the venv's tools, PASS/FAIL checks and the case loop.
+Each script puts tests/ on sys.path and imports this; nothing here knows a lab's layout.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS: list[tuple[str, bool, str]] = []
+L = TypeVar("L")
+
+
+def env() -> dict[str, str]:
+    """The environment of the plays the scripts run: this repo's ansible.cfg, plain output."""
+    out = dict(os.environ)
+    out.update(
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False"
+    )
+    return out
+
+
+def tool(name: str) -> str:
+    """A command of the running venv (ansible-playbook, ansible) when it has one, else from PATH."""
+    local = Path(sys.executable).with_name(name)
+    return str(local) if local.exists() else name
+
+
+def check(name: str, ok: bool, detail: str = "") -> bool:
+    RESULTS.append((name, ok, detail))
+    print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
+    return ok
+
+
+def run_cases(cases: Mapping[str, Callable[[L], None]], lab: L, only: Iterable[str] | None) -> int:
+    """Run the named cases (all by default), each timed; a case that raises is a failed check. Prints
+    "N passed, M failed" and returns the exit status."""
+    total = time.monotonic()
+    for name in only or list(cases):
+        start = time.monotonic()
+        try:
+            cases[name](lab)
+        except Exception as exc:  # a crashed case is a failed check
+            check(f"{name} ran", False, repr(exc))
+        print(f"-- {name}: {time.monotonic() - start:.0f} s", flush=True)
+    failed = sum(1 for result in RESULTS if not result[1])
+    print(f"-- all: {time.monotonic() - total:.0f} s")
+    print(f"{len(RESULTS) - failed} passed, {failed} failed")
+    return 1 if failed else 0
