@@ -118,6 +118,16 @@ def listening_ports(proc_net_tcp: Iterable[str]) -> set[int]:
     return ports
 
 
+def node_listening_ports() -> set[int]:
+    """This node's TCP ports in LISTEN state (IPv4 and IPv6), from /proc: no ss or netstat needed."""
+    texts = []
+    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+        if os.path.exists(path):
+            with open(path, encoding="ascii") as fh:
+                texts.append(fh.read())
+    return listening_ports(texts)
+
+
 def checkpoints(output_dir: str) -> dict[str, Any]:
     """Complete and half-written checkpoints under <output_dir>/checkpoints (COMPLETE marks a whole one)."""
     base = os.path.join(output_dir, "checkpoints")

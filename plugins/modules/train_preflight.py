@@ -154,7 +154,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight im
     fingerprint,
     free_gb,
     interface_state,
-    listening_ports,
+    node_listening_ports,
     parse_ifnames,
 )
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train_unit import SHOW_ARGS
@@ -217,12 +217,7 @@ def main() -> None:
         result["paths"] = [{**item, **fingerprint(str(item["path"]))} for item in p["paths"]]
     except (OSError, ValueError) as exc:
         module.fail_json(msg=f"reading the recipe's inputs: {exc}")
-    texts = []
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        if os.path.exists(path):
-            with open(path, encoding="ascii") as fh:
-                texts.append(fh.read())
-    result["listening"] = [p["port"]] if p["port"] in listening_ports(texts) else []
+    result["listening"] = [p["port"]] if p["port"] in node_listening_ports() else []
     rc, out, err = module.run_command(["systemctl", "show", unit, *SHOW_ARGS])
     result["unit"] = parse_show(out) if rc == 0 else {}
     result["disk"] = list(free_gb(p["output_dir"]))

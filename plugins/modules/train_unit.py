@@ -159,7 +159,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train_launch impor
     command_line,
     unit_name,
 )
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight import listening_ports
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight import node_listening_ports
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train_unit import (
     SHOW_ARGS,
     systemd_run_argv,
@@ -180,15 +180,6 @@ def write_file(path: str, content: str) -> None:
         fh.write(content)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
-
-
-def ports() -> set[int]:
-    texts = []
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
-        if os.path.exists(path):
-            with open(path, encoding="ascii") as fh:
-                texts.append(fh.read())
-    return listening_ports(texts)
 
 
 def main() -> None:
@@ -292,7 +283,7 @@ def main() -> None:
                     properties=props,
                     **result,
                 )
-            if p["wait_port"] in ports():
+            if p["wait_port"] in node_listening_ports():
                 break
             if time.time() > deadline:
                 module.fail_json(

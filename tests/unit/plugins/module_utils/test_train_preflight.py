@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -219,3 +220,12 @@ def test_missing_venv_is_named(missing: str) -> None:
     assert (
         "node2: no venv at /opt/rdmaops/venv: run site.yml (role python_env) on it" in report(facts)["errors"]
     )
+
+
+def test_node_listening_ports_sees_a_listening_socket_and_not_a_closed_one() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        assert port in tp.node_listening_ports()
+    assert port not in tp.node_listening_ports()
