@@ -21,7 +21,7 @@ help:
 	@echo "make lab-down  tear the lab down (also after a crash)"
 	@echo "make lab-test  behaviour checks of the lab itself (root, ~10 min)"
 
-$(VENV)/.stamp: requirements.txt
+$(VENV)/.stamp: requirements.txt files/trainer/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# deepspeed is an sdist whose setup.py imports torch: install the rest first, then deepspeed
@@ -29,6 +29,8 @@ $(VENV)/.stamp: requirements.txt
 	grep -v '^deepspeed==' requirements.txt > $(VENV)/requirements-nodeepspeed.txt
 	$(BIN)/pip install -q -r $(VENV)/requirements-nodeepspeed.txt
 	DS_BUILD_OPS=0 $(BIN)/pip install -q --no-build-isolation $$(grep '^deepspeed==' requirements.txt)
+	# The trainer, editable: `python -m rdmaops_trainer` (README) runs this checkout's code.
+	$(BIN)/pip install -q --no-deps --no-build-isolation -e ./files/trainer
 	touch $@
 
 venv: $(VENV)/.stamp

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from .config import RecipeError, available_recipes, check_paths, load_recipe, validate
+from .config import Recipe, RecipeError, available_recipes, check_paths, load_recipe, validate
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -31,6 +31,31 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _env_rank() -> int:
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
+
+
+def completed_message(recipe: Recipe) -> str | None:
+    """What to say instead of training when the output directory already holds the finished run."""
+    if recipe.train.resume != "auto":
+        return None
+    from .checkpoint import completed_at, read_meta
+
+    done = completed_at(recipe.output_dir, recipe.train.steps)
+    if done is None:
+        return None
+    step = int(read_meta(done)["step"])
+    return (
+        f"python -m rdmaops_trainer: the run in {recipe.output_dir} is already complete at step {step} "
+        f"({done.name}, train.steps={recipe.train.steps}); nothing to train. To train further raise train.steps "
+        f"(--set train.steps={2 * step}); to start a new run use another directory "
+        f"(--set train.output_dir={recipe.output_dir}-2) or start over here (--set train.resume=never)."
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
@@ -47,11 +72,19 @@ def main(argv: list[str] | None = None) -> int:
             check_paths(recipe)
             print(json.dumps(recipe.to_dict(), indent=2))
             return 0
-        validate(recipe, world_size=env_world()[1])
+        rank, world, _ = env_world()
+        validate(recipe, world_size=world)
         check_paths(recipe)
+        finished = completed_message(recipe)
+        if finished:  # every rank leaves; one prints
+            if rank == 0:
+                print(finished)
+            return 0
         rt = resolve_runtime(recipe)
     except RecipeError as exc:
-        print(f"python -m rdmaops_trainer: error: {exc}", file=sys.stderr)
+        # every rank found the same error before any process group: one says it
+        if _env_rank() == 0:
+            print(f"python -m rdmaops_trainer: error: {exc}", file=sys.stderr)
         return 2
     from .runtime import init_distributed, shutdown_distributed
     from .train import run

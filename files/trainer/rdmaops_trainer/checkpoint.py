@@ -48,6 +48,18 @@ def latest_checkpoint(root: Path) -> Path | None:
     return Path(choice[0]) if choice[0] else None
 
 
+def completed_at(root: Path, steps: int) -> Path | None:
+    """The newest complete checkpoint if it is at or past ``steps`` (the run is finished), else None.
+
+    Reads the shared output directory without a process group, so every rank decides the same before any
+    process group exists.
+    """
+    found = list_checkpoints(root)
+    if found and int(read_meta(found[-1])["step"]) >= steps:
+        return found[-1]
+    return None
+
+
 def save_checkpoint(strategy: Any, root: Path, step: int, meta: dict[str, Any], keep: int) -> Path:
     path = step_dir(root, step)
     rank0 = not dist.is_initialized() or dist.get_rank() == 0

@@ -354,6 +354,17 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
                 raise RecipeError(
                     f"unknown key model.config.{key} for the gpt2 model ({', '.join(sorted(known))})"
                 )
+        shape = GPTConfig(**m.config)
+        if shape.n_embd % shape.n_head:
+            raise RecipeError(
+                f"model.config.n_embd: {shape.n_embd} is not divisible by n_head {shape.n_head}"
+            )
+        if s.name == "pipeline" and s.pipeline.stages > shape.n_layer:
+            # known before any process starts: found by --check, not by every rank's stage split
+            raise RecipeError(
+                f"strategy.pipeline.stages: {s.pipeline.stages} exceeds the model's {shape.n_layer} layers "
+                "(model.config.n_layer); each stage needs at least one layer"
+            )
         if "block_size" in m.config and m.config["block_size"] < d.seq_len:
             raise RecipeError(
                 f"data.seq_len: {d.seq_len} exceeds model.config.block_size {m.config['block_size']}"

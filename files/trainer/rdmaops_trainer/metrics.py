@@ -101,7 +101,8 @@ def readable(rec: dict[str, Any]) -> str:
         return " | ".join(parts)
     if ev == "eval":
         return f"step {rec['step']:>6} | eval loss {rec['eval_loss']:.4f}"
-    rest = ", ".join(f"{k}={v}" for k, v in rec.items() if k not in ("event", "time"))
+    # a value that was not computed (None, "") is left out rather than printed as None or nan
+    rest = ", ".join(f"{k}={v}" for k, v in rec.items() if k not in ("event", "time") and v not in (None, ""))
     return f"[{ev}] {rest}"
 
 

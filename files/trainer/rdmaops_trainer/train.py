@@ -95,7 +95,7 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
 
     sampler = StepSampler(len(train_data), layout.global_batch_size, recipe.seed)
     evals = eval_batches(eval_data, t.eval_batches, strategy.dp_rank, layout)
-    last_loss = float("nan")
+    last_loss: float | None = None  # None until a log point computed one: never a made-up nan
     last_eval: float | None = None
     window_start, window_steps = time.perf_counter(), 0
     steps_run = 0

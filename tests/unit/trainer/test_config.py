@@ -3,12 +3,14 @@ checks paths before any process group exists."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import torch.distributed as dist
 import yaml
-from rdmaops_trainer.__main__ import main
+from rdmaops_trainer.__main__ import completed_message, main
+from rdmaops_trainer.metrics import readable
 from rdmaops_trainer.config import (
     RecipeError,
     apply_overrides,
@@ -88,6 +90,12 @@ def test_overrides_are_typed_yaml_scalars() -> None:
             ["strategy.name=pipeline", "strategy.pipeline.stages=1"],
             "strategy.pipeline.stages: 1 must be >= 2",
         ),
+        (
+            # a 2-layer model cannot have 3 stages: found by --check, not by every rank at start
+            ["strategy.name=pipeline", "strategy.pipeline.stages=3", "strategy.pipeline.microbatches=3"],
+            "strategy.pipeline.stages: 3 exceeds the model's 2 layers",
+        ),
+        (["model.config.n_head=5"], "model.config.n_embd: 64 is not divisible by n_head 5"),
         (["data.kind=jsonl"], "data.path: required when data.kind is jsonl"),
         (["model.init=pretrained"], "model.init: 'pretrained' needs model.kind hf"),
         (["data.eval_fraction=1.5"], "data.eval_fraction: 1.5 must be in [0, 1)"),
@@ -153,3 +161,60 @@ def test_cli_check_prints_resolved_recipe(capsys: pytest.CaptureFixture[str]) ->
     assert '"name": "gpt2"' in out and '"kind": "synthetic"' in out
     assert main(["--list"]) == 0
     assert "qwen14b" in capsys.readouterr().out
+
+
+def test_cli_error_is_said_by_rank_0_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # under torchrun every rank finds the same recipe error; one line, not one per rank
+    bad = ["--recipe", "tiny", "--set", "strategy.name=pipeline", "--set", "strategy.pipeline.stages=3"]
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    for rank, said in (("0", True), ("1", False), ("2", False)):
+        monkeypatch.setenv("RANK", rank)
+        code, err = _cli(capsys, *bad)
+        assert code == 2
+        assert ("strategy.pipeline.stages: 3 exceeds the model's 2 layers" in err) is said, (rank, err)
+    monkeypatch.setenv("RANK", "0")
+    assert main([*bad, "--check"]) == 2
+    assert "strategy.pipeline.stages: 3 exceeds" in capsys.readouterr().err
+
+
+def _finished_run(out: Path, step: int) -> None:
+    """The files a finished run leaves (checkpoint.save_checkpoint's layout): meta.json, then COMPLETE."""
+    ckpt = out / "checkpoints" / f"step_{step:08d}"
+    ckpt.mkdir(parents=True)
+    (ckpt / "meta.json").write_text(
+        json.dumps({"step": step, "world_size": 1, "recipe": "tiny", "loss": 2.5})
+    )
+    (ckpt / "COMPLETE").write_text("")
+
+
+def test_rerun_of_a_finished_run_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sets = ["cluster.nodes=1", "cluster.procs_per_node=1", "train.steps=50"]
+    one = [arg for kv in sets for arg in ("--set", kv)]
+    out = tmp_path / "run"
+    _finished_run(out, 50)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    assert main(["--recipe", "tiny", *one, "--set", f"train.output_dir={out}"]) == 0
+    said = capsys.readouterr().out
+    assert f"the run in {out} is already complete at step 50" in said
+    assert "--set train.steps=100" in said and "--set train.resume=never" in said
+    assert "nan" not in said and not dist.is_initialized()
+    # an unfinished checkpoint (no COMPLETE) or a higher train.steps is not "complete"
+    assert (
+        completed_message(load_recipe("tiny", [*sets, "train.steps=60", f"train.output_dir={out}"])) is None
+    )
+    assert (
+        completed_message(load_recipe("tiny", [*sets, "train.resume=never", f"train.output_dir={out}"]))
+        is None
+    )
+    (out / "checkpoints" / "step_00000050" / "COMPLETE").unlink()
+    assert completed_message(load_recipe("tiny", [*sets, f"train.output_dir={out}"])) is None
+
+
+def test_readable_leaves_out_values_never_computed() -> None:
+    line = readable({"event": "end", "time": 1.0, "step": 50, "loss": None, "eval_loss": 2.7, "export": ""})
+    assert line == "[end] step=50, eval_loss=2.7"
