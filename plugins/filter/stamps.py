@@ -1,0 +1,38 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that let roles skip work on a no-change run (docs: the .yml files beside this one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils import stamps
+
+
+def tree_digest(tree: Any) -> str:
+    if isinstance(tree, (str, bytes)) or not hasattr(tree, "__iter__"):
+        raise AnsibleFilterError(f"tree_digest: expected a list of files, got {type(tree).__name__}")
+    try:
+        return stamps.tree_digest(tree)
+    except stamps.StampError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+def unmet_requirements(requirements: Any, installed: Any) -> list[str]:
+    if isinstance(requirements, str):
+        requirements = [requirements]
+    if not isinstance(installed, dict):
+        raise AnsibleFilterError(
+            f"unmet_requirements: installed must be a mapping, got {type(installed).__name__}"
+        )
+    try:
+        return stamps.unmet_requirements(requirements, installed)
+    except stamps.StampError as exc:
+        raise AnsibleFilterError(str(exc)) from exc
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Callable[..., Any]]:
+        return {"tree_digest": tree_digest, "unmet_requirements": unmet_requirements}

@@ -1,0 +1,89 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What lets a no-change run skip work: a digest of a source tree, and the pins a venv does not meet yet.
+
+Both run on the controller (through filters) on data that is cheap to get from a node: a stamp file's
+content, and ``importlib.metadata``'s name -> version map of a venv (no pip run, no resolution).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+
+class StampError(ValueError):
+    """A bad input, named."""
+
+
+def _entries(tree: Iterable[Any]) -> list[tuple[str, Path]]:
+    """(name on the node, file on the controller) for every file of ``tree``.
+
+    An entry is a path (its name is its basename) or a mapping of community.general.filetree's
+    (``path``, ``src``, ``state``): directories and links carry no content and are left out.
+    """
+    out: dict[str, Path] = {}
+    for item in tree:
+        if isinstance(item, Mapping):
+            if item.get("state", "file") != "file":
+                continue
+            name, src = str(item.get("path", "")), str(item.get("src", ""))
+        elif isinstance(item, str):
+            name, src = Path(item).name, item
+        else:
+            raise StampError(f"tree_digest: entry {item!r} is neither a path nor a filetree mapping")
+        if not name or not src:
+            raise StampError(f"tree_digest: entry {item!r} has no path or src")
+        if name in out:
+            raise StampError(f"tree_digest: {name!r} appears twice ({out[name]} and {src})")
+        out[name] = Path(src)
+    return sorted(out.items())
+
+
+def tree_digest(tree: Iterable[Any]) -> str:
+    """sha256 of the sorted (name, content) pairs: any rename, addition, removal or edit changes it."""
+    h = hashlib.sha256()
+    for name, src in _entries(tree):
+        try:
+            data = src.read_bytes()
+        except OSError as exc:
+            raise StampError(f"tree_digest: cannot read {src}: {exc.strerror}") from exc
+        h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return h.hexdigest()
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503: pip treats PyYAML, pyyaml and py_yaml as one distribution."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def unmet_requirements(requirements: Iterable[str], installed: Mapping[str, str]) -> list[str]:
+    """The requirements (as given) that ``installed`` (distribution name -> version) does not satisfy.
+
+    The version test is pip's: ``==2.13.0`` accepts ``2.13.0+cpu``, ``==2.13.0+cpu`` does not accept
+    ``2.13.0+cu130``; pre-releases are accepted when pinned.
+    """
+    have = {normalize_name(k): str(v) for k, v in installed.items()}
+    out = []
+    for line in requirements:
+        try:
+            req = Requirement(str(line).strip())
+        except InvalidRequirement as exc:
+            raise StampError(f"unmet_requirements: {line!r} is not a requirement: {exc}") from exc
+        version = have.get(normalize_name(req.name))
+        if version is None:
+            out.append(str(line).strip())
+            continue
+        try:
+            Version(version)
+        except InvalidVersion:
+            out.append(str(line).strip())  # an unparseable installed version cannot be shown to match
+            continue
+        if req.specifier and not req.specifier.contains(version, prereleases=True):
+            out.append(str(line).strip())
+    return out
