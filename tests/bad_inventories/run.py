@@ -168,6 +168,9 @@ def run_case(
         problems.append("site.yml succeeded")
     if not message:
         problems.append(f"no output line contains {expect!r}")
+    once = fill(case.get("expect_once", ""), names)
+    if message and once and message.count(once) != 1:
+        problems.append(f"{once!r} is named {message.count(once)} times in: {message}")
     if started:
         problems.append(f"changing tasks started: {started}")
     return not problems, message if not problems else "; ".join(problems) + "\n" + output[-3000:], elapsed
