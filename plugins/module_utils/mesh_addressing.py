@@ -518,8 +518,19 @@ def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
 
 def check_targets(extra: Sequence[str], plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
     """Targets for netplan_apply: extra addresses (plain ping) plus every path check (DF at the MTU)."""
-    targets: list[dict[str, Any]] = [{"address": str(a), "size": 0} for a in extra if a]
-    targets += [{"address": c["address"], "size": c["size"]} for c in path_checks(plan, mtu)]
+    targets: list[dict[str, Any]] = [
+        {"address": str(a), "size": 0, "name": f"management path to {a}"} for a in extra if a
+    ]
+    what = {"link": "link address", "node": "node address", "fabric": "fabric address"}
+    targets += [
+        {
+            "address": c["address"],
+            "size": c["size"],
+            # ports and peers, the way an operator reads a cabling problem
+            "name": f"{plan.get('host', 'this node')} {c['expected_dev']} -> {c['dst']} {what[c['kind']]}",
+        }
+        for c in path_checks(plan, mtu)
+    ]
     return targets
 
 

@@ -42,9 +42,16 @@ class Target:
 
     address: str
     size: int = 0
+    # how an operator names the path ("data0 -> node1 (link address)"): errors lead with it, not the address
+    name: str = ""
 
     def label(self) -> str:
-        return f"{self.address} (DF {self.size} B)" if self.size else self.address
+        addr = f"{self.address}, DF {self.size} B" if self.size else self.address
+        return (
+            f"{self.name} ({addr})"
+            if self.name
+            else (f"{self.address} (DF {self.size} B)" if self.size else addr)
+        )
 
 
 def parse_targets(raw: Sequence[Any]) -> list[Target]:
@@ -53,7 +60,9 @@ def parse_targets(raw: Sequence[Any]) -> list[Target]:
         if isinstance(item, str):
             targets.append(Target(item))
         elif isinstance(item, dict) and item.get("address"):
-            targets.append(Target(str(item["address"]), int(item.get("size") or 0)))
+            targets.append(
+                Target(str(item["address"]), int(item.get("size") or 0), str(item.get("name") or ""))
+            )
         else:
             raise ValueError(f"check target {item!r} is neither an address nor a mapping with 'address'")
     return targets

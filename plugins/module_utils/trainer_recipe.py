@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
@@ -35,14 +36,25 @@ def override_args(overrides: dict[str, Any]) -> list[str]:
 
 def _trainer_module(trainer_src: str, name: str) -> Any:
     """``rdmaops_trainer.<name>`` from ``trainer_src`` (config and layout: PyYAML only, no torch)."""
+    package = os.path.join(trainer_src, "rdmaops_trainer")
+    # checked here, not left to the import: an rdmaops_trainer installed elsewhere (a venv's) would be
+    # imported instead and answer for a source it is not
+    if not os.path.isfile(os.path.join(package, "__init__.py")):
+        raise RecipeResolveError(f"trainer_src {trainer_src}: no rdmaops_trainer package there")
     if trainer_src not in sys.path:
         sys.path.insert(0, trainer_src)
     try:
-        return importlib.import_module(f"rdmaops_trainer.{name}")
+        module = importlib.import_module(f"rdmaops_trainer.{name}")
     except ImportError as exc:
         raise RecipeResolveError(
-            f"trainer_src {trainer_src}: no rdmaops_trainer package there ({exc})"
+            f"trainer_src {trainer_src}: cannot import rdmaops_trainer.{name} ({exc})"
         ) from exc
+    found = os.path.realpath(str(getattr(module, "__file__", "")))
+    if not found.startswith(os.path.realpath(package) + os.sep):
+        raise RecipeResolveError(
+            f"trainer_src {trainer_src}: rdmaops_trainer.{name} was imported from {found}, not from there"
+        )
+    return module
 
 
 def resolve(

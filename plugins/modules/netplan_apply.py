@@ -35,7 +35,8 @@ options:
     default: "0600"
   check_targets:
     description:
-      - Addresses that must keep answering, as strings or as mappings with C(address) and C(size).
+      - Addresses that must keep answering, as strings or as mappings with C(address), C(size) and C(name).
+      - C(name) says what the path is in an operator's terms (port and peer); errors lead with it.
       - With C(size) greater than 0 the ping is sent with don't-fragment and that payload, so an MTU
         mismatch counts as not answering.
     type: list

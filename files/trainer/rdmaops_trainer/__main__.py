@@ -50,8 +50,8 @@ def completed_message(recipe: Recipe) -> str | None:
     step = int(read_meta(done)["step"])
     return (
         f"python -m rdmaops_trainer: the run in {recipe.output_dir} is already complete at step {step} "
-        f"({done.name}, train.steps={recipe.train.steps}); nothing to train. To train further raise train.steps "
-        f"(--set train.steps={2 * step}); to start a new run use another directory "
+        f"({done.name}, train.steps={recipe.train.steps}); nothing to train. To train further raise "
+        f"train.steps (--set train.steps={2 * step}); to start a new run use another directory "
         f"(--set train.output_dir={recipe.output_dir}-2) or start over here (--set train.resume=never)."
     )
 

@@ -10,7 +10,6 @@ import pytest
 import torch.distributed as dist
 import yaml
 from rdmaops_trainer.__main__ import completed_message, main
-from rdmaops_trainer.metrics import readable
 from rdmaops_trainer.config import (
     RecipeError,
     apply_overrides,
@@ -20,6 +19,7 @@ from rdmaops_trainer.config import (
     recipe_from_dict,
     validate,
 )
+from rdmaops_trainer.metrics import readable
 
 SHIPPED = ["glm", "gpt2", "gpt2-pipeline", "qwen14b", "qwen1_5b", "tiny"]
 

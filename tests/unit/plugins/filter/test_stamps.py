@@ -110,7 +110,7 @@ def test_unmet_requirements(wanted: list[str], left: list[str]) -> None:
 
 
 def test_unmet_requirements_names_bad_input() -> None:
-    with pytest.raises(AnsibleFilterError, match="'==2.0' is not a requirement"):
+    with pytest.raises(AnsibleFilterError, match=r"'==2\.0' is not a requirement"):
         unmet(["==2.0"], INSTALLED)
     with pytest.raises(AnsibleFilterError, match="installed must be a mapping"):
         unmet(["torch"], ["torch"])

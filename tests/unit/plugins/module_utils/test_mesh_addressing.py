@@ -454,7 +454,15 @@ def test_path_checks_and_targets() -> None:
     ]
     assert {c["size"] for c in checks} == {8972} and checks[1]["source"] == "10.255.0.1"
     targets = ma.check_targets(["10.99.0.1", ""], plan, 9000)
-    assert targets[0] == {"address": "10.99.0.1", "size": 0} and len(targets) == 5
+    assert targets[0] == {"address": "10.99.0.1", "size": 0, "name": "management path to 10.99.0.1"}
+    assert len(targets) == 5
+    # a failed apply names ports and peers, the way operators think of cabling
+    assert [t["name"] for t in targets[1:]] == [
+        "node1 mesh0 -> node2 link address",
+        "node1 mesh0 -> node2 node address",
+        "node1 mesh1 -> node3 link address",
+        "node1 mesh1 -> node3 node address",
+    ]
 
 
 def test_verify_results_parse_route_and_ping() -> None:

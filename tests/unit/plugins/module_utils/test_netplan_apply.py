@@ -160,6 +160,14 @@ def test_breaking_change_is_rolled_back() -> None:
     assert "previous configuration was restored and answers again" in msg
     assert node.files[DEST] == "old" and node.applied == "old"
     assert info.value.details["rolled_back"] is True
+    # with a name (mesh_check_targets gives port and peer) the message leads with it
+    named = na.parse_targets(
+        [{"address": "192.168.100.2", "size": 8972, "name": "node1 mesh0 -> node2 link address"}]
+    )
+    node = FakeNode("old", {"old": {"192.168.100.2"}, "broken": set()})
+    with pytest.raises(na.ApplyError) as info:
+        na.safe_apply(DEST, "broken", targets=named, timeout_s=5, ops=node.ops())
+    assert "node1 mesh0 -> node2 link address (192.168.100.2, DF 8972 B) stopped answering" in str(info.value)
     assert node.log.count("networkctl reload") == 2
 
 
