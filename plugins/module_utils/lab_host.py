@@ -28,6 +28,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import (
     CGROUP_ROOT,
     LabError,
     check_lab_name,
+    netns_name,
 )
 
 Runner = Callable[[list[str]], tuple[int, str, str]]
@@ -169,6 +170,32 @@ class Host:
                 _signal(pid, signal.SIGKILL)
             time.sleep(0.1)
         raise LabError(f"processes {sorted(left)} of lab {self.lab} survive SIGKILL")
+
+    def crash(self, unit: str, timeout: float = 10.0) -> int:
+        """Kill every process of a node at once, as a power cut would: no poweroff, no SIGTERM, no unmount.
+
+        SIGKILL to systemd-nspawn alone leaves the node running (its systemd carries on as PID 1 of the node's
+        PID namespace, sshd still answers); SIGKILL to that PID 1 makes the kernel kill the whole namespace.
+        Returns how many processes were killed.
+        """
+        pids = self.unit_pids(unit, [netns_name(self.lab, unit)])
+        if not pids:
+            return 0
+        killed = len(pids)
+        self.change(f"crash {unit} (SIGKILL to its {killed} processes)")
+        if self.check_mode:
+            return killed
+        deadline = time.monotonic() + timeout
+        while True:
+            for pid in pids:
+                _signal(pid, signal.SIGKILL)
+            time.sleep(0.1)
+            pids = self.unit_pids(unit, [netns_name(self.lab, unit)])
+            if not pids:
+                return killed
+            killed += len(pids)
+            if time.monotonic() > deadline:
+                raise LabError(f"processes {sorted(pids)} of {self.lab} {unit} survive SIGKILL")
 
     def unit_running(self, unit: str, argv: list[str]) -> int | None:
         """PID of the unit's leader if it runs with exactly this argv."""

@@ -58,7 +58,7 @@ nothing_left() {
     [ ! -e "$inv" ]
 }
 
-kill_all() {  # kill -9 every nspawn and the apt proxy of the instance, as a crash would
+kill_all() {  # kill -9 every nspawn and the apt proxy: the host side of a crash (the nodes' systemd carries on)
   local f
   for f in /run/rdmaops-lab/$name/*.pid; do kill -9 "$(cat "$f")" 2>/dev/null || true; done
   sleep 1
@@ -111,6 +111,16 @@ check "node4 reaches node1..3 on data0..2 (inventory)" \
 check "node1's data2 and node4's data0 are the two ends of one veth" \
   bash -c "peer=\$(ip -n $name-node1 -o link show data2 | sed -E 's/^[0-9]+: data2@if([0-9]+):.*/\\1/');
            ip -n $name-node4 -o link show data0 | grep -q \"^\$peer: data0@\""
+
+# A node crash is a crash: every process of the node gone at once, not only its nspawn.
+check "an unknown node is refused by name and nothing is killed" \
+  bash -c "! play -e lab_state=crashed -e lab_crash_nodes=node9; grep -q 'has no node node9' '$log.last' && [ -n \"\$(ip netns pids $name-node1)\" ]"
+check "crashing node2 leaves none of its processes" \
+  bash -c "play -e lab_state=crashed -e lab_crash_nodes=node2 && [ -z \"\$(ip netns pids $name-node2)\" ] && ! pgrep -f /var/lib/rdmaops-lab/$name/node2/ >/dev/null"
+check "node2 no longer answers over SSH" bash -c "! timeout 60 ansible -i $inv node2 -m ansible.builtin.ping"
+check "the other nodes kept running" ansible -i "$inv" node1,node3,node4 -m ansible.builtin.ping
+check "present boots the crashed node" play -e lab_nodes=4
+check "node2 answers over SSH again" on node2 true
 
 kill_all
 check "a re-run after kill -9 of every lab process brings the lab back" play -e lab_nodes=4

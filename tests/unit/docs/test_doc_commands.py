@@ -14,6 +14,7 @@ command nobody tried. What the rules do:
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -211,10 +212,11 @@ def test_make_targets_exist(cmd: DocCommand) -> None:
     assert res.returncode == 0, f"{cmd}: make -n failed:\n{res.stderr[-2000:]}"
 
 
-def _recipes() -> set[str]:
+@functools.cache
+def _recipes() -> frozenset[str]:
     res = _run([str(VENV_BIN / "python"), "-m", "rdmaops_trainer", "--list"], ROOT)
     assert res.returncode == 0, res.stderr
-    return set(res.stdout.split())
+    return frozenset(res.stdout.split())
 
 
 @pytest.mark.parametrize("cmd", _ids("syntax"), ids=str)
@@ -244,3 +246,13 @@ def test_cheap_commands_run(cmd: DocCommand, tmp_path: Path) -> None:
         again = _run(["bash", "-c", cmd.raw], cwd)
         assert again.returncode == 0 and "is already complete at step" in again.stdout, again.stdout[-2000:]
     assert not list(ROOT.glob("runs")), f"{cmd}: left runs/ in the repo"
+
+
+def test_readme_lists_every_recipe_and_the_default_inventory() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"recipes ((?:`[^`]+`,?\s*)+)", readme)
+    assert listed, "README.md no longer lists the recipes ('recipes `a`, `b`, ...')"
+    assert set(re.findall(r"`([^`]+)`", listed.group(1))) == _recipes()
+    # ansible-playbook without -i uses ansible.cfg's inventory: the README must name it
+    cfg = re.search(r"^inventory\s*=\s*(\S+)", (ROOT / "ansible.cfg").read_text(), re.M)
+    assert cfg and f"Without `-i`, `ansible.cfg` points at `{cfg.group(1)}`" in readme
