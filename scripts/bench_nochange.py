@@ -51,14 +51,17 @@ def changed_hosts(output: str) -> dict[str, int]:
     return out
 
 
-def bench(name: str, argv: list[str], repeat: int, profile: bool) -> str:
+def bench(name: str, argv: list[str], repeat: int, profile: bool, no_change: bool = True) -> str:
     times, last = [], ""
     for i in range(repeat):
         before = load()
         wall, output, rc = run(argv, profile)
         changed = changed_hosts(output)
         bad = {h: n for h, n in changed.items() if n}
-        note = "changed=0" if rc == 0 and not bad else f"rc={rc} changed/failed {bad}"
+        if no_change:
+            note = "changed=0" if rc == 0 and not bad else f"rc={rc} changed/failed {bad}"
+        else:  # make demo ends by launching a training job: its unit and output are changes by design
+            note = "ok" if rc == 0 else f"rc={rc}"
         print(
             f"{name} run {i + 1}: {wall:6.1f} s  load before {before}  hosts {len(changed)}  {note}",
             flush=True,
@@ -94,7 +97,7 @@ def main() -> int:
     for task, secs in TASK_TIME.findall(last)[:12]:
         print(f"  {float(secs):6.2f} s  {task.strip()}")
     if args.demo:
-        bench("make demo", ["make", "demo"], args.repeat, False)
+        bench("make demo", ["make", "demo"], args.repeat, False, no_change=False)
     return 0
 
 
