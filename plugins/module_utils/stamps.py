@@ -13,8 +13,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
+# ansible-core requires packaging on the controller, where the filters run; sanity's import test lacks it
+try:
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    PACKAGING_ERROR: ImportError | None = None
+except ImportError as exc:  # pragma: no cover - only without packaging
+    PACKAGING_ERROR = exc
 
 
 class StampError(ValueError):
@@ -68,6 +74,8 @@ def unmet_requirements(requirements: Iterable[str], installed: Mapping[str, str]
     The version test is pip's: ``==2.13.0`` accepts ``2.13.0+cpu``, ``==2.13.0+cpu`` does not accept
     ``2.13.0+cu130``; pre-releases are accepted when pinned.
     """
+    if PACKAGING_ERROR is not None:
+        raise StampError(f"unmet_requirements: the Python package 'packaging' is missing ({PACKAGING_ERROR})")
     have = {normalize_name(k): str(v) for k, v in installed.items()}
     out = []
     for line in requirements:

@@ -53,8 +53,10 @@ def test_measures_bandwidth_and_counts_the_port(
         server.wait()
     assert out["error"] is None, out
     assert out["gbps"] > 0 and out["line_rate_gbps"] == 40
-    # Everything iperf3 sent went through lo (plus its control connection and anything else on lo).
-    assert out["port_tx_bytes"] >= out["bytes_sent"] > 0
+    # What iperf3 sent went through lo (plus its control connection and anything else on lo). Not all of it
+    # to the byte: iperf3 counts what it wrote to the socket, and on a loaded 2-core machine the counter read
+    # right after the client ends was once 0.007% short (2,898,978,772 of 2,899,181,568 bytes).
+    assert out["bytes_sent"] > 0 and out["port_tx_bytes"] >= 0.99 * out["bytes_sent"]
     assert out["command"][:3] == ["iperf3", "-c", "127.0.0.1"]
 
 
