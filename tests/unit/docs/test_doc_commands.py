@@ -256,3 +256,18 @@ def test_readme_lists_every_recipe_and_the_default_inventory() -> None:
     # ansible-playbook without -i uses ansible.cfg's inventory: the README must name it
     cfg = re.search(r"^inventory\s*=\s*(\S+)", (ROOT / "ansible.cfg").read_text(), re.M)
     assert cfg and f"Without `-i`, `ansible.cfg` points at `{cfg.group(1)}`" in readme
+
+
+def test_what_the_readme_commands_leave_is_ignored_by_git() -> None:
+    # training output, and what `pip install ./files/trainer` (non-editable) builds next to the source
+    left = [
+        "runs/tiny/metrics.jsonl",
+        "files/trainer/build/lib/x.py",
+        "files/trainer/rdmaops_trainer.egg-info/PKG-INFO",
+    ]
+    res = subprocess.run(
+        ["git", "check-ignore", *left], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert res.stdout.split() == left, (
+        f"not ignored by .gitignore: {sorted(set(left) - set(res.stdout.split()))}"
+    )
