@@ -116,7 +116,7 @@ check "node1's data2 and node4's data0 are the two ends of one veth" \
 check "an unknown node is refused by name and nothing is killed" \
   bash -c "! play -e lab_state=crashed -e lab_crash_nodes=node9; grep -q 'has no node node9' '$log.last' && [ -n \"\$(ip netns pids $name-node1)\" ]"
 check "crashing node2 leaves none of its processes" \
-  bash -c "play -e lab_state=crashed -e lab_crash_nodes=node2 && [ -z \"\$(ip netns pids $name-node2)\" ] && ! pgrep -f /var/lib/rdmaops-lab/$name/node2/ >/dev/null"
+  bash -c "play -e lab_state=crashed -e lab_crash_nodes=node2 && [ -z \"\$(ip netns pids $name-node2)\" ] && ! pgrep -f '/var/lib/rdmaops-lab/$name/node[2]/' >/dev/null"
 check "node2 no longer answers over SSH" bash -c "! timeout 60 ansible -i $inv node2 -m ansible.builtin.ping"
 check "the other nodes kept running" ansible -i "$inv" node1,node3,node4 -m ansible.builtin.ping
 check "present boots the crashed node" play -e lab_nodes=4
