@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -21,6 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "train"))
 from run import Lab, metrics, reset, wait_for_step  # noqa: E402  (the lab helpers of the train tests)
+
+
+def tiny_args(lab: Lab) -> list[str]:
+    """The tiny recipe on every node of the inventory: its 3 nodes and global batch 12 become N nodes and the
+    smallest multiple of micro-batch 2 x N that is at least 12 (12 on 3 nodes, 16 on 8)."""
+    n = len(lab.hosts)
+    batch = 2 * n * -(-12 // (2 * n))
+    overrides = {"cluster.nodes": n, "train.global_batch_size": batch}
+    return ["-e", "recipe=tiny", "-e", json.dumps({"recipe_overrides": overrides})]
 
 
 def unit_life(lab: Lab, job: str) -> float:
@@ -40,7 +50,7 @@ def overhead(lab: Lab, repeat: int) -> list[float]:
     for i in range(repeat):
         job = f"bench-{i}"
         reset(lab, job)
-        rc, text, secs = lab.play("train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "steps=20")
+        rc, text, secs = lab.play("train.yml", *tiny_args(lab), "-e", f"job={job}", "-e", "steps=20")
         if rc != 0:
             raise SystemExit(f"train.yml failed:\n{text[-3000:]}")
         recs = metrics(lab, job)
@@ -59,7 +69,7 @@ def overhead(lab: Lab, repeat: int) -> list[float]:
 def teardown(lab: Lab) -> tuple[float, float]:
     job = "bench-kill"
     reset(lab, job)
-    proc = lab.play_async("train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "steps=2000")
+    proc = lab.play_async("train.yml", *tiny_args(lab), "-e", f"job={job}", "-e", "steps=2000")
     if not wait_for_step(lab, job, 10, proc):
         raise SystemExit("the job did not reach step 10")
     pid = lab.trainers()[lab.hosts[1]][0]
