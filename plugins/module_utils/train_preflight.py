@@ -188,9 +188,11 @@ def preflight_report(
     resume: str,
     min_free_gb: float,
     overwrite: bool = False,
+    sync_data: bool = False,
 ) -> dict[str, Any]:
-    """All checks over all nodes: ``{"errors": [...], "notes": [...]}``. ``facts``: per host, the
-    train_preflight module's result, or ``{"unreachable": True, "msg": ...}``."""
+    """All checks over all nodes: ``{"errors": [...], "notes": [...], "sync": [...]}``. ``facts``: per host,
+    the train_preflight module's result, or ``{"unreachable": True, "msg": ...}``. ``sync``: the inputs to
+    copy from the first node (``sync_data``; see _check_paths)."""
     errors: list[str] = []
     notes: list[str] = []
     master = hosts[0] if hosts else ""
@@ -207,7 +209,7 @@ def preflight_report(
         else:
             reachable.append(host)
     if not reachable:
-        return {"errors": errors, "notes": notes}
+        return {"errors": errors, "notes": notes, "sync": []}
 
     for host in reachable:
         if not facts[host].get("venv", {}).get("exists"):
@@ -216,7 +218,7 @@ def preflight_report(
             )
     _compare_versions(facts, reachable, errors)
     _check_world(facts, reachable, launch, errors)
-    _check_paths(facts, reachable, errors)
+    sync = _check_paths(facts, reachable, errors, notes, sync_data)
     _check_interfaces(facts, reachable, errors)
     for host in reachable:
         unit = facts[host].get("unit", {})
@@ -246,7 +248,7 @@ def preflight_report(
         missing = [h for h in reachable if not facts[h].get("versions", {}).get("deepspeed")]
         errors.append(f"{', '.join(missing)}: launcher=deepspeed but deepspeed is not in the venv there")
     _check_output(facts, reachable, master, launch, resume, overwrite, errors, notes)
-    return {"errors": errors, "notes": notes}
+    return {"errors": errors, "notes": notes, "sync": sync}
 
 
 def _first_line(msg: Any) -> str:
@@ -284,22 +286,56 @@ def _check_world(
             )
 
 
-def _check_paths(facts: Mapping[str, Any], hosts: Sequence[str], errors: list[str]) -> None:
+def _check_paths(
+    facts: Mapping[str, Any],
+    hosts: Sequence[str],
+    errors: list[str],
+    notes: list[str],
+    sync_data: bool = False,
+) -> list[dict[str, Any]]:
+    """Every node must hold the first node's inputs. With ``sync_data`` a node that lacks them or holds a
+    different copy is not an error but a copy to make from the first node: returned as
+    ``[{"what", "path", "from", "to": [hosts]}]``. Missing on the first node is an error either way."""
     ref = hosts[0]
+    sync: list[dict[str, Any]] = []
     for item in facts[ref].get("paths", []):
         what, path = item["what"], item["path"]
+        ref_copy = next((p for p in facts[ref].get("paths", []) if p["path"] == path), {"exists": False})
+        to: list[str] = []
         for host in hosts:
             mine = next((p for p in facts[host].get("paths", []) if p["path"] == path), {"exists": False})
-            if not mine.get("exists"):
+            if host == ref or not ref_copy.get("exists"):
+                if not mine.get("exists"):
+                    errors.append(
+                        f"{host}: {what} {path} does not exist: every node reads the same path (shared "
+                        "storage, or the same copy on each node)"
+                        + (f"; sync_data=true copies from {ref}, which needs it first" if sync_data else "")
+                    )
+                continue
+            if mine.get("exists") and mine.get("fingerprint") == ref_copy.get("fingerprint"):
+                continue
+            if sync_data:
+                to.append(host)
+            elif not mine.get("exists"):
                 errors.append(
                     f"{host}: {what} {path} does not exist: every node reads the same path (shared storage, "
-                    "or the same copy on each node)"
+                    f"or the same copy on each node; -e sync_data=true copies it from {ref})"
                 )
-            elif host != ref and facts[ref]["paths"] and mine.get("fingerprint") != _find(facts[ref], path):
+            else:
                 errors.append(
                     f"{host}: {what} {path} differs from {ref}'s ({mine.get('files')} files, "
-                    f"{mine.get('bytes')} bytes): give every node the same copy"
+                    f"{mine.get('bytes')} bytes): give every node the same copy "
+                    f"(-e sync_data=true copies {ref}'s)"
                 )
+        if to:
+            sync.append(
+                {"what": what, "path": path, "from": ref, "to": to, "bytes": ref_copy.get("bytes", 0)}
+            )
+            notes.append(
+                f"sync_data: {what} {path} ({ref_copy.get('files')} files, {ref_copy.get('bytes')} bytes) "
+                f"is copied from {ref} to {', '.join(to)}"
+            )
+    return sync
 
 
 def _find(node: Mapping[str, Any], path: str) -> Any:

@@ -418,8 +418,45 @@ def case_bad_inputs(lab: Lab) -> None:
     )
 
 
+def case_sync_data(lab: Lab) -> None:
+    """-e sync_data=true: a dataset only the first node has (and another copy on the third) is copied from the
+    first node, then the job trains on it."""
+    make = (
+        'mkdir -p /root/sync && python3 -c "import json; '
+        "[print(json.dumps({'text': 'line %d of the %s copy, ' % (i, 'TAG') * 4})) for i in range(600)]\" "
+        "> /root/sync/t.jsonl"
+    )
+    lab.ssh(lab.hosts[1], "rm -rf /root/sync", check=True)
+    lab.ssh(lab.hosts[0], make.replace("TAG", "first"), check=True)
+    lab.ssh(lab.hosts[2], make.replace("TAG", "third"), check=True)
+    over = json.dumps({"recipe_overrides": {"data.kind": "jsonl", "data.path": "/root/sync/t.jsonl"}})
+    args = ("-e", "recipe=tiny", "-e", "job=t-sync", "-e", "steps=10", "-e", "overwrite=true", "-e", over)
+    reset(lab, "t-sync")
+    rc, out, secs = lab.play("train.yml", *args)
+    check(
+        "without sync_data a missing and a different copy are named",
+        rc != 0
+        and f"{lab.hosts[1]}: data.path /root/sync/t.jsonl does not exist" in out
+        and f"{lab.hosts[2]}: data.path /root/sync/t.jsonl differs from {lab.hosts[0]}'s" in out,
+    )
+    rc, out, secs = lab.play("train.yml", *args, "-e", "sync_data=true")
+    sums = {h: lab.ssh(h, "sha256sum /root/sync/t.jsonl | cut -c1-16").stdout.strip() for h in lab.hosts}
+    check(
+        "sync_data copies the first node's data to the others and the job trains",
+        rc == 0
+        # the yaml callback folds long lines
+        and f"is copied from {lab.hosts[0]} to {lab.hosts[1]}, {lab.hosts[2]}" in re.sub(r"\s+", " ", out)
+        and len(set(sums.values())) == 1
+        and "finished" in out,
+        f"rc={rc}, {secs:.0f} s, sha256 {sums}",
+    )
+    for h in lab.hosts:
+        lab.ssh(h, "rm -rf /root/sync")
+
+
 CASES: dict[str, Callable[[Lab], None]] = {
     "bad_inputs": case_bad_inputs,
+    "sync_data": case_sync_data,
     "resume": case_resume,
     "traffic": case_traffic,
     "zero3_deepspeed": case_zero3_deepspeed,

@@ -115,8 +115,32 @@ def test_different_data_is_named() -> None:
     facts = healthy()
     facts["node2"]["paths"] = [{**facts["node2"]["paths"][0], "fingerprint": "cd"}]
     assert report(facts)["errors"] == [
-        "node2: data.path /d differs from node1's (1 files, 9 bytes): give every node the same copy"
+        "node2: data.path /d differs from node1's (1 files, 9 bytes): give every node the same copy "
+        "(-e sync_data=true copies node1's)"
     ]
+
+
+def test_sync_data_turns_missing_or_different_copies_into_copies_from_the_first_node() -> None:
+    facts = healthy()
+    facts["node2"]["paths"] = [{**facts["node2"]["paths"][0], "fingerprint": "cd"}]
+    facts["node3"]["paths"] = [{"what": "data.path", "path": "/d", "exists": False}]
+    out = report(facts, sync_data=True)
+    assert out["errors"] == []
+    assert out["sync"] == [
+        {"what": "data.path", "path": "/d", "from": "node1", "to": ["node2", "node3"], "bytes": 9}
+    ]
+    assert "sync_data: data.path /d (1 files, 9 bytes) is copied from node1 to node2, node3" in out["notes"]
+    # the same copy everywhere: nothing to copy
+    assert report(healthy(), sync_data=True)["sync"] == []
+    # missing on the first node: nothing to copy from, named either way
+    facts = healthy()
+    facts["node1"]["paths"] = [{"what": "data.path", "path": "/d", "exists": False}]
+    errors = report(facts, sync_data=True)["errors"]
+    assert (
+        errors[0].startswith("node1: data.path /d does not exist")
+        and "copies from node1, which needs it" in errors[0]
+    )
+    assert report(facts, sync_data=True)["sync"] == []
 
 
 def test_output_holding_a_run_needs_resume_or_a_new_job() -> None:
