@@ -441,14 +441,13 @@ def case_sync_data(lab: Lab) -> None:
     )
     rc, out, secs = lab.play("train.yml", *args, "-e", "sync_data=true")
     sums = {h: lab.ssh(h, "sha256sum /root/sync/t.jsonl | cut -c1-16").stdout.strip() for h in lab.hosts}
+    # judged from the nodes and the job's own metrics, not the play's text: under molecule the output is
+    # formatted otherwise, and a match on the note failed in CI though the copy and the run had worked
+    ended = [r for r in metrics(lab, "t-sync") if r.get("event") == "end"]
     check(
         "sync_data copies the first node's data to the others and the job trains",
-        rc == 0
-        # the yaml callback folds long lines
-        and f"is copied from {lab.hosts[0]} to {lab.hosts[1]}, {lab.hosts[2]}" in re.sub(r"\s+", " ", out)
-        and len(set(sums.values())) == 1
-        and "finished" in out,
-        f"rc={rc}, {secs:.0f} s, sha256 {sums}",
+        rc == 0 and len(set(sums.values())) == 1 and bool(ended) and ended[-1].get("step") == 10,
+        f"rc={rc}, {secs:.0f} s, sha256 {sums}, end {ended[-1] if ended else 'missing'}",
     )
     for h in lab.hosts:
         lab.ssh(h, "rm -rf /root/sync")
