@@ -17,3 +17,21 @@ attributes:
     support: full
     platforms: posix
 """
+
+    # The options of modules that act on an existing instance found under its directories (lab_teardown,
+    # lab_crash); plugins/module_utils/lab_host.py INSTANCE_ARGS is their argument spec.
+    INSTANCE = r"""
+options:
+  name:
+    description: Instance name.
+    type: str
+    required: true
+  cache_dir:
+    description: Where instances keep their persistent files.
+    type: path
+    default: /var/lib/rdmaops-lab
+  run_dir:
+    description: Where instances keep PIDs and logs.
+    type: path
+    default: /run/rdmaops-lab
+"""

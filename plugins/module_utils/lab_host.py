@@ -33,6 +33,13 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import (
 
 Runner = Callable[[list[str]], tuple[int, str, str]]
 
+# Argument spec of the modules that act on an existing instance (doc fragment rdmaops.cluster.lab.instance).
+INSTANCE_ARGS: dict[str, dict[str, Any]] = {
+    "name": {"type": "str", "required": True},
+    "cache_dir": {"type": "path", "default": "/var/lib/rdmaops-lab"},
+    "run_dir": {"type": "path", "default": "/run/rdmaops-lab"},
+}
+
 
 def subprocess_runner(argv: list[str]) -> tuple[int, str, str]:
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -170,6 +177,13 @@ class Host:
                 _signal(pid, signal.SIGKILL)
             time.sleep(0.1)
         raise LabError(f"processes {sorted(left)} of lab {self.lab} survive SIGKILL")
+
+    def nodes_on_disk(self) -> set[str]:
+        """Nodes with a root on disk (an overlay upper directory); the apt proxy and files have none."""
+        root = self.instance_dir
+        if not os.path.isdir(root):
+            return set()
+        return {d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d, "upper"))}
 
     def crash(self, unit: str, timeout: float = 10.0) -> int:
         """Kill every process of a node at once, as a power cut would: no poweroff, no SIGTERM, no unmount.

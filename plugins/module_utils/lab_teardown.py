@@ -34,12 +34,7 @@ def teardown(host: Host, keep: list[str] | None, infra_units: tuple[str, ...], t
     for top in host.cgroup_dirs():
         if os.path.isdir(top):
             nodes |= {d for d in os.listdir(top) if os.path.isdir(os.path.join(top, d))}
-    if os.path.isdir(host.instance_dir):
-        nodes |= {
-            d
-            for d in os.listdir(host.instance_dir)
-            if os.path.isdir(os.path.join(host.instance_dir, d, "upper"))
-        }
+    nodes |= host.nodes_on_disk()
     gone = sorted(n for n in nodes if n not in keep and n not in infra_units)
     host_links = host.links()
     for node in gone:

@@ -299,8 +299,7 @@ def _check_paths(
     ref = hosts[0]
     sync: list[dict[str, Any]] = []
     for item in facts[ref].get("paths", []):
-        what, path = item["what"], item["path"]
-        ref_copy = next((p for p in facts[ref].get("paths", []) if p["path"] == path), {"exists": False})
+        what, path, ref_copy = item["what"], item["path"], item
         to: list[str] = []
         for host in hosts:
             mine = next((p for p in facts[host].get("paths", []) if p["path"] == path), {"exists": False})
@@ -336,10 +335,6 @@ def _check_paths(
                 f"is copied from {ref} to {', '.join(to)}"
             )
     return sync
-
-
-def _find(node: Mapping[str, Any], path: str) -> Any:
-    return next((p.get("fingerprint") for p in node.get("paths", []) if p["path"] == path), None)
 
 
 def _check_interfaces(facts: Mapping[str, Any], hosts: Sequence[str], errors: list[str]) -> None:

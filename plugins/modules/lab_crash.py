@@ -21,25 +21,14 @@ description:
 author:
   - Rdmaops Developers (@rdmaops)
 options:
-  name:
-    description: Instance name.
-    type: str
-    required: true
   nodes:
     description: Nodes to crash, such as C(node2).
     type: list
     elements: str
     required: true
-  cache_dir:
-    description: Where instances keep their persistent files.
-    type: path
-    default: /var/lib/rdmaops-lab
-  run_dir:
-    description: Where instances keep PIDs and logs.
-    type: path
-    default: /run/rdmaops-lab
 extends_documentation_fragment:
   - rdmaops.cluster.lab
+  - rdmaops.cluster.lab.instance
 """
 
 EXAMPLES = r"""
@@ -67,17 +56,15 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import INSTANCE_ARGS, Host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
 
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "name": {"type": "str", "required": True},
+            **INSTANCE_ARGS,
             "nodes": {"type": "list", "elements": "str", "required": True},
-            "cache_dir": {"type": "path", "default": "/var/lib/rdmaops-lab"},
-            "run_dir": {"type": "path", "default": "/run/rdmaops-lab"},
         },
         supports_check_mode=True,
     )
@@ -87,9 +74,7 @@ def main() -> None:
         host = Host(p["name"], p["cache_dir"], p["run_dir"], check_mode=module.check_mode)
         if not os.path.isdir(host.instance_dir):
             raise LabError(f"lab {p['name']} does not exist ({host.instance_dir} is missing)")
-        root = host.instance_dir
-        # a node has an overlay upper directory (as lab_teardown finds them); the apt proxy and files do not
-        have = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d, "upper")))
+        have = sorted(host.nodes_on_disk())
         unknown = [n for n in p["nodes"] if n not in have]
         if unknown:  # before anything is killed
             raise LabError(

@@ -24,10 +24,6 @@ description:
 author:
   - Rdmaops Developers (@rdmaops)
 options:
-  name:
-    description: Instance name.
-    type: str
-    required: true
   keep:
     description: Nodes to keep; when given, only the other nodes are removed.
     type: list
@@ -37,20 +33,13 @@ options:
     type: list
     elements: str
     default: [aptproxy]
-  cache_dir:
-    description: Where instances keep their persistent files.
-    type: path
-    default: /var/lib/rdmaops-lab
-  run_dir:
-    description: Where instances keep PIDs and logs.
-    type: path
-    default: /run/rdmaops-lab
   stop_timeout:
     description: Seconds to wait for an orderly stop before SIGKILL.
     type: int
     default: 30
 extends_documentation_fragment:
   - rdmaops.cluster.lab
+  - rdmaops.cluster.lab.instance
 """
 
 EXAMPLES = r"""
@@ -81,7 +70,7 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import INSTANCE_ARGS, Host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_teardown import teardown
 
@@ -89,11 +78,9 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_teardown impor
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "name": {"type": "str", "required": True},
+            **INSTANCE_ARGS,
             "keep": {"type": "list", "elements": "str"},
             "infra_units": {"type": "list", "elements": "str", "default": ["aptproxy"]},
-            "cache_dir": {"type": "path", "default": "/var/lib/rdmaops-lab"},
-            "run_dir": {"type": "path", "default": "/run/rdmaops-lab"},
             "stop_timeout": {"type": "int", "default": 30},
         },
         supports_check_mode=True,
