@@ -19,13 +19,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+import labkit  # noqa: E402  (the lab scripts' env and tool)
+
 RECAP = re.compile(r"^(\S+)\s+: ok=\d+\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 TASK_TIME = re.compile(r"^(.+?) -+ (\d+\.\d+)s$", re.M)
-
-
-def tool(name: str) -> str:
-    local = Path(sys.executable).with_name(name)
-    return str(local) if local.exists() else name
 
 
 def load() -> str:
@@ -33,7 +31,7 @@ def load() -> str:
 
 
 def run(argv: list[str], profile: bool = False) -> tuple[float, str, int]:
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    env = labkit.env()
     if profile:
         env.update(
             ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks", PROFILE_TASKS_TASK_OUTPUT_LIMIT="12"
@@ -92,7 +90,9 @@ def main() -> int:
         )
         return 2
     print(f"machine: {os.cpu_count()} CPUs, load {load()}")
-    last = bench("site.yml", [tool("ansible-playbook"), "-i", args.inventory, "site.yml"], args.repeat, True)
+    last = bench(
+        "site.yml", [labkit.tool("ansible-playbook"), "-i", args.inventory, "site.yml"], args.repeat, True
+    )
     print("slowest tasks of the last site.yml run:")
     for task, secs in TASK_TIME.findall(last)[:12]:
         print(f"  {float(secs):6.2f} s  {task.strip()}")
