@@ -81,11 +81,15 @@ build-check: venv
 
 # On failure, keep the instance long enough to print what it was doing (tests/lab/diagnose.sh), then
 # destroy it. --destroy=never also skips the sequence's own destroys, hence the explicit ones.
+# The log's failing lines are printed again last: a CI log is often read from its tail only.
+MOL_LOG ?= /tmp/rdmaops-molecule.log
 molecule: venv deps
 	$(BIN)/molecule destroy --all
-	if ! $(BIN)/molecule test --all --destroy=never; then
+	if ! $(BIN)/molecule test --all --destroy=never 2>&1 | tee $(MOL_LOG); then
 	  bash tests/lab/diagnose.sh mol inventories/mol || true
 	  $(BIN)/molecule destroy --all || true
+	  echo "===== molecule failed; its failing lines (full log: $(MOL_LOG)):"
+	  sed 's/\x1b\[[0-9;]*m//g' $(MOL_LOG) | grep -E 'FAIL|fatal:|failed=[1-9]|ERROR|Traceback|msg:' | tail -n 40
 	  exit 1
 	fi
 	$(BIN)/molecule destroy --all

@@ -18,7 +18,9 @@ fi
 
 key=$dir/id_ed25519
 [ -f "$inv/hosts.yml" ] || { echo "no inventory at $inv"; exit 0; }
-grep -E '^ +node[0-9]+:$|ansible_host:' "$inv/hosts.yml" | paste - - | while read -r node _ ip; do
+# A node's name line followed by its ansible_host line (group listings such as slurm_controller have none).
+grep -E -A1 '^ +node[0-9]+:$' "$inv/hosts.yml" | grep -B1 'ansible_host:' | grep -v -- '^--$' | paste - - |
+while read -r node _ ip; do
   node=${node%:}
   say "node $node ($ip)"
   timeout 60 ssh -n -i "$key" -o BatchMode=yes -o ConnectTimeout=5 -o StrictHostKeyChecking=no \
