@@ -1,7 +1,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node side of train.yml's watcher: run as ``python3 - UNIT METRICS LOG INTERVAL OFFSET`` over SSH
 (this source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one JSON line: the
-unit's state and the metrics records added since the last line (rank 0's metrics.jsonl, on the master only).
+unit's state (or a Slurm job's, for UNIT "slurm:<job id>") and the metrics records added since the last
+line (rank 0's metrics.jsonl, on the master only).
 Each line doubles as a heartbeat; the last one, once the unit is no longer running, carries the tail of the
 job's log.
 """
@@ -74,6 +75,51 @@ def show_unit(unit: str) -> dict[str, str]:
     argv = ["systemctl", "show", unit] + [f"--property={p}" for p in SHOW_PROPERTIES]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)
     return parse_show(proc.stdout)
+
+
+# A Slurm job is watched on the node it was submitted from: UNIT is "slurm:<job id>".
+SLURM_PREFIX = "slurm:"
+SLURM_RUNNING = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING")
+
+
+def parse_scontrol_job(text: str) -> dict[str, str]:
+    """``scontrol show job -o ID``: one line of Key=Value fields (values without spaces but Command's)."""
+    out = {}
+    for token in text.split():
+        key, sep, value = token.partition("=")
+        if sep and key and key not in out:
+            out[key] = value
+    return out
+
+
+def slurm_unit(job: dict[str, str], job_id: str) -> dict[str, str]:
+    """A Slurm job in the unit vocabulary the watcher reads (Id, Result, ExecMainStatus, ...)."""
+    if not job:
+        return {"Id": f"slurm job {job_id}", "LoadState": "not-found", "ActiveState": "inactive"}
+    state = job.get("JobState", "")
+    code, _, signal = job.get("ExitCode", "0:0").partition(":")
+    unit = {"Id": f"slurm job {job_id}", "JobState": state, "ExitCode": job.get("ExitCode", ""),
+            "NodeList": job.get("NodeList", ""), "Reason": job.get("Reason", "")}  # fmt: skip
+    if state not in SLURM_RUNNING and state != "COMPLETED":
+        unit["Result"] = "signal" if signal not in ("", "0") else state.lower()
+        unit["ExecMainStatus"] = signal if signal not in ("", "0") else code
+    return unit
+
+
+def slurm_phase(job: dict[str, str]) -> str:
+    """running | succeeded | failed | absent (a job Slurm no longer knows: purged after MinJobAge)."""
+    state = job.get("JobState", "")
+    if not job:
+        return "absent"
+    if state in SLURM_RUNNING:
+        return "running"
+    return "succeeded" if state == "COMPLETED" else "failed"
+
+
+def show_slurm_job(job_id: str) -> dict[str, str]:
+    argv = ["scontrol", "show", "job", "-o", job_id]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return parse_scontrol_job(proc.stdout) if proc.returncode == 0 else {}
 
 
 def tail(path: str, lines: int = TAIL_LINES) -> list[str]:
@@ -154,8 +200,13 @@ def _report(argv: list[str]) -> int:
     unit, metrics, log, interval, offset = argv[0], argv[1], argv[2], float(argv[3]), int(argv[4])
     reader = MetricsReader(metrics, offset)
     while True:
-        show = show_unit(unit)
-        phase = unit_phase(show)
+        if unit.startswith(SLURM_PREFIX):
+            job_id = unit[len(SLURM_PREFIX) :]
+            job = show_slurm_job(job_id)
+            show, phase = slurm_unit(job, job_id), slurm_phase(job)
+        else:
+            show = show_unit(unit)
+            phase = unit_phase(show)
         records = reader.read()
         line: dict[str, Any] = {"t": time.time(), "phase": phase, "unit": show, "metrics": records}
         exited = exit_time(show, time.time(), time.monotonic())

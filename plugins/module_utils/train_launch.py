@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 UNIT_PREFIX = "rdmaops-train-"
-LAUNCHERS = ("torchrun", "deepspeed")
+LAUNCHERS = ("torchrun", "deepspeed", "slurm")
+SLURM_JOB_PREFIX = "rdmaops-"
 JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 # What users of sbatch scripts type (steps, warmup, learning rate) -> recipe keys.
 SHORTHANDS = {"steps": "train.steps", "warmup": "train.warmup_steps", "lr": "train.lr"}
@@ -103,7 +104,7 @@ def launcher_argv(
         raise LaunchError(f"launcher={launcher!r}: use one of {', '.join(LAUNCHERS)}")
     if not 0 <= node_rank < nodes:
         raise LaunchError(f"node rank {node_rank} is outside 0..{nodes - 1}")
-    if launcher == "torchrun":
+    if launcher in ("torchrun", "slurm"):  # under Slurm, one torchrun per node of the allocation
         return [
             python, "-m", "torch.distributed.run",
             f"--nnodes={nodes}", f"--nproc-per-node={procs_per_node}", f"--node-rank={node_rank}",
@@ -201,6 +202,80 @@ def node_plan(
     return plan
 
 
+def slurm_batch_script(
+    *,
+    job: str,
+    recipe: str,
+    workdir: str,
+    env_file: str,
+    python: str,
+    nodes: int,
+    procs_per_node: int,
+    master_port: int,
+    trainer: Sequence[str],
+    addresses: Mapping[str, str],
+    environment: Mapping[str, str],
+) -> str:
+    """The sbatch script of a job: one task per node, each running torchrun with the node's own NCCL/gloo
+    environment; the master is the allocation's first node, dialled on its node address (the mesh).
+
+    Usable by hand, as users of these clusters run jobs: ``sbatch JOB.sbatch [STEPS [WARMUP [LR]]]``; the
+    positional arguments override the recipe's train.steps, train.warmup_steps and train.lr.
+    """
+    if not addresses:
+        raise LaunchError("launcher=slurm needs every node's Slurm name and address")
+    for name, addr in addresses.items():
+        good_name = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name)
+        if not (good_name and re.fullmatch(r"[0-9A-Za-z.:_-]+", addr)):
+            raise LaunchError(f"launcher=slurm: node {name!r} address {addr!r} cannot go into a batch script")
+    q = shlex.quote
+    launcher = [
+        python, "-m", "torch.distributed.run", f"--nnodes={nodes}", f"--nproc-per-node={procs_per_node}",
+        "--master-addr=$MASTER_ADDR", f"--master-port={master_port}", "--max-restarts=0",
+    ]  # fmt: skip
+    # $MASTER_ADDR expands in the batch script; everything else is quoted as is.
+    words = [q(w).replace("'--master-addr=$MASTER_ADDR'", '--master-addr="$MASTER_ADDR"') for w in launcher]
+    words += [q(w) for w in trainer]
+    cases = "".join(f"  {name}) MASTER_ADDR={q(addr)} ;;\n" for name, addr in addresses.items())
+    exports = "".join(f"export {k}={q(str(v))}\n" for k, v in sorted(environment.items()))
+    # Each task: the node's own NCCL/gloo environment file, and its rank (torchrun reads PET_NODE_RANK).
+    task = f'set -a; . {q(env_file)}; set +a; export PET_NODE_RANK="$SLURM_NODEID"; exec "$@"'
+    positional = "".join(
+        f'if [ -n "${{{n}:-}}" ]; then overrides+=(--set "{key}=${n}"); fi\n'
+        for n, key in (("1", SHORTHANDS["steps"]), ("2", SHORTHANDS["warmup"]), ("3", SHORTHANDS["lr"]))
+    )
+    # One option (with its value) per line.
+    grouped: list[str] = []
+    for w in words:
+        if grouped and grouped[-1].startswith("-") and "=" not in grouped[-1] and not w.startswith("-"):
+            grouped[-1] += f" {w}"
+        else:
+            grouped.append(w)
+    lines = "".join(f"  {w} \\\n" for w in grouped)
+    return f"""#!/bin/bash
+# Training job {job} (recipe {recipe}), written by rdmaops.cluster's train.yml -e launcher=slurm.
+# By hand:  sbatch {workdir}/{job}.sbatch [STEPS [WARMUP [LR]]]
+# Progress: tail -f {workdir}/slurm-<jobid>.out     Stop: scancel --name={SLURM_JOB_PREFIX}{job}
+#SBATCH --job-name={SLURM_JOB_PREFIX}{job}
+#SBATCH --nodes={nodes}
+#SBATCH --ntasks-per-node=1
+#SBATCH --exclusive
+#SBATCH --chdir={workdir}
+#SBATCH --output={workdir}/slurm-%j.out
+set -euo pipefail
+# Positional arguments override the recipe (later --set wins).
+overrides=()
+{positional}first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
+case "$first" in
+{cases}  *) echo "no node address for $first (the job's nodes: $SLURM_JOB_NODELIST)" >&2; exit 2 ;;
+esac
+{exports}echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, master $first at $MASTER_ADDR:{master_port}"
+# One torchrun per node; --kill-on-bad-exit: one failed node ends every node's task at once.
+exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 --export=ALL bash -c {q(task)} rdmaops-task \\
+{lines}  "${{overrides[@]}}"
+"""
+
+
 def launch_plan(
     resolved: Mapping[str, Any],
     hosts: Sequence[str],
@@ -216,6 +291,8 @@ def launch_plan(
     master_port: int,
     transport_env: Mapping[str, str] | None = None,
     extra_env: Mapping[str, Any] | None = None,
+    slurm_addresses: Mapping[str, str] | None = None,
+    env_file: str = "/etc/rdmaops/nccl.env",
 ) -> dict[str, Any]:
     """Everything train.yml starts, from trainer_recipe's result and the nodes' addresses: one place."""
     launch = resolved["launch"]
@@ -241,6 +318,25 @@ def launch_plan(
     )
     for node in nodes:
         node["command"] = command_line(node["argv"])
+    environment = launch_environment(transport_env or {}, job, extra_env)
+    batch_script, batch_text = "", ""
+    if launcher == "slurm":
+        batch_script = f"{workdir}/{job}.sbatch"
+        # The provisional plan (before the preflight) has no addresses: the final one writes the script.
+        if slurm_addresses:
+            batch_text = slurm_batch_script(
+                job=job,
+                recipe=recipe,
+                workdir=workdir,
+                env_file=env_file,
+                python=python,
+                nodes=len(nodes),
+                procs_per_node=int(launch["procs_per_node"]),
+                master_port=master_port,
+                trainer=trainer,
+                addresses=slurm_addresses,
+                environment=environment,
+            )
     return {
         "job": job,
         "unit": unit_name(job),
@@ -254,7 +350,10 @@ def launch_plan(
         "log_file": f"{log_dir.rstrip('/')}/train-{job}.log",
         "hostfile": hostfile,
         "hostfile_text": hostfile_text(hosts, int(launch["procs_per_node"])) if hostfile else "",
-        "environment": launch_environment(transport_env or {}, job, extra_env),
+        "environment": environment,
+        "batch_script": batch_script,
+        "batch_script_text": batch_text,
+        "slurm_job_name": f"{SLURM_JOB_PREFIX}{job}" if launcher == "slurm" else "",
         "paths": recipe_paths(resolved.get("recipe") or {}),
         "steps": int(launch["steps"]),
         "nodes": {n["host"]: n for n in nodes},

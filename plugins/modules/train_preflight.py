@@ -111,6 +111,11 @@ address:
   description: First IPv4 address of the first interface named there (what the other ranks dial), or empty.
   returned: always
   type: str
+hostname:
+  description: The short host name, as Slurm names the node (launcher=slurm maps it to the address).
+  returned: always
+  type: str
+  sample: node1
 paths:
   description: Per input path, C({what, path, exists, files, bytes, fingerprint}).
   returned: always
@@ -142,6 +147,7 @@ shared_marker:
 import glob
 import json
 import os
+import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -211,6 +217,7 @@ def main() -> None:
     rc, out, err = module.run_command(["ip", "-j", "addr", "show"])
     links = json.loads(out) if rc == 0 and out.strip() else []
     result["interfaces"] = interface_state(links, names)
+    result["hostname"] = socket.gethostname().split(".")[0]
     result["address"] = next((st["ipv4"][0] for st in result["interfaces"].values() if st.get("ipv4")), "")
 
     try:
