@@ -97,7 +97,7 @@ def slurm_unit(job: dict[str, str], job_id: str) -> dict[str, str]:
     if not job:
         return {"Id": f"slurm job {job_id}", "LoadState": "not-found", "ActiveState": "inactive"}
     state = job.get("JobState", "")
-    code, _, signal = job.get("ExitCode", "0:0").partition(":")
+    code, _sep, signal = job.get("ExitCode", "0:0").partition(":")
     unit = {"Id": f"slurm job {job_id}", "JobState": state, "ExitCode": job.get("ExitCode", ""),
             "NodeList": job.get("NodeList", ""), "Reason": job.get("Reason", "")}  # fmt: skip
     if state not in SLURM_RUNNING and state != "COMPLETED":

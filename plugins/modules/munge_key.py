@@ -13,7 +13,7 @@ description:
   - Writes the munge key given as base64 (as M(ansible.builtin.slurp) returns it, or from a vaulted
     variable) to O(path) when its bytes differ, atomically, owned by munge with mode 0400.
   - M(ansible.builtin.copy) with C(content) cannot carry the random binary key that C(mungekey) creates,
-    hence this module. The key is a C(no_log) option: it never appears in output, at any verbosity.
+    hence this module. The key is a C(no_log) option, so it never appears in output, at any verbosity.
 author:
   - Rdmaops Developers (@rdmaops)
 options:

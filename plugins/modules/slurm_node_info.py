@@ -38,7 +38,7 @@ attributes:
     support: full
     platforms: posix
 notes:
-  - Without slurmd installed, O(hardware) and O(version) are null (check mode on a fresh node).
+  - Without slurmd installed, RV(hardware) and RV(version) are null (check mode on a fresh node).
 """
 
 EXAMPLES = r"""

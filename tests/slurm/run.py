@@ -1,0 +1,339 @@
+"""Slurm on a converged lab instance: the role's checks and change handling, its refusals, and train.yml's
+Slurm launcher with a real fault.
+
+    .venv/bin/python tests/slurm/run.py --inventory inventories/mol [--only NAME ...]
+
+Each case runs ansible-playbook as a user would (on a copy of the inventory where a case edits it) and checks
+what it printed and what the nodes hold afterwards. One line per check, "N passed, M failed" at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from labkit import check, run_cases
+from train.run import TRAINER, Lab, metrics, wait_for_step
+
+CONTROLLER = "slurm_controller"
+# What a refused run must leave as it was, per node.
+STATE = (
+    "sha256sum /etc/slurm/slurm.conf /etc/munge/munge.key | cut -c1-16; "
+    "systemctl show -p MainPID --value slurmd slurmctld munge | tr '\\n' ' '"
+)
+
+
+class SlurmLab(Lab):
+    def edited(self, change: Callable[[dict[str, Any]], None]) -> Path:
+        """A copy of the inventory with hosts.yml changed by CHANGE (group_vars kept)."""
+        dest = Path(tempfile.mkdtemp(prefix="slurm-inv-"))
+        shutil.copytree(self.inventory, dest, dirs_exist_ok=True)
+        doc = yaml.safe_load((dest / "hosts.yml").read_text())
+        change(doc)
+        (dest / "hosts.yml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        return dest
+
+    def play_on(self, inventory: Path, playbook: str, *extra: str) -> tuple[int, str, float]:
+        saved, self.inventory = self.inventory, inventory
+        try:
+            return self.play(playbook, *extra)
+        finally:
+            self.inventory = saved
+
+    def state(self) -> dict[str, str]:
+        return {h: self.ssh(h, STATE).stdout for h in self.hosts}
+
+    def pids(self) -> dict[str, str]:
+        return {
+            h: self.ssh(h, "systemctl show -p MainPID --value slurmd slurmctld | tr '\\n' ' '").stdout
+            for h in self.hosts
+        }
+
+
+def _group(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return doc["all"]["children"].setdefault(name, {"hosts": {}})
+
+
+def _cluster(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc["all"]["children"]["cluster"]["hosts"]
+
+
+def handler_result(out: str, name: str) -> str:
+    """'changed', 'skipping' or 'absent' for a handler of the slurm role in a play's output."""
+    marker = f"RUNNING HANDLER [rdmaops.cluster.slurm : {name}]"
+    if marker not in out:
+        return "absent"
+    block = out.split(marker, 1)[1].split("\n\n", 1)[0]
+    return "changed" if "changed:" in block else "skipping"
+
+
+def case_srun(lab: SlurmLab) -> None:
+    states = lab.ssh(lab.hosts[0], "sinfo --noheader --Node --format='%N %t'").stdout.split("\n")
+    idle = sorted(line.split()[0] for line in states if line.endswith(" idle"))
+    start = time.monotonic()
+    res = lab.ssh(lab.hosts[0], f"srun -N{len(lab.hosts)} --ntasks-per-node=1 hostname")
+    took = time.monotonic() - start
+    names = sorted(res.stdout.split())
+    check("every node idle in sinfo", idle == sorted(lab.hosts), f"idle: {', '.join(idle)}")
+    check(
+        f"srun -N{len(lab.hosts)} hostname answers from every node",
+        res.returncode == 0 and names == sorted(lab.hosts),
+        f"{', '.join(names)} in {took:.2f} s (with the ssh)",
+    )
+
+
+def case_munge_secret(lab: SlurmLab) -> None:
+    key_b64 = lab.ssh(lab.hosts[0], "base64 -w0 /etc/munge/munge.key").stdout.strip()
+    rc, out, took = lab.play("playbooks/slurm.yml", "-vvv")
+    recap = [line for line in out.splitlines() if " changed=" in line]
+    check(
+        "slurm.yml again: no change",
+        rc == 0 and all(" changed=0 " in line for line in recap),
+        f"{took:.1f} s",
+    )
+    pieces = [key_b64[i : i + 24] for i in range(0, len(key_b64) - 24, 24)]
+    leaked = [p for p in pieces if p in out]
+    check(
+        "the munge key never appears in the -vvv output",
+        len(key_b64) > 100 and not leaked,
+        f"{len(out)} characters of output searched for {len(pieces)} pieces of the key: {len(leaked)} found",
+    )
+    stats = {
+        h: lab.ssh(
+            h, "stat -c '%a %U %G' /etc/munge/munge.key; sha256sum < /etc/munge/munge.key"
+        ).stdout.split("\n")
+        for h in lab.hosts
+    }
+    modes = {h: s[0] for h, s in stats.items()}
+    digests = {s[1] for s in stats.values()}
+    check(
+        "one key on every node, mode 0400, owned by munge",
+        set(modes.values()) == {"400 munge munge"} and len(digests) == 1,
+        f"{modes}",
+    )
+    cred = lab.ssh(lab.hosts[0], "munge -n").stdout
+    decoded = [
+        lab.ssh(h, f"echo {cred.strip()} | unmunge >/dev/null && echo ok").stdout.strip() for h in lab.hosts
+    ]
+    check("a credential of the controller decodes on every node", decoded == ["ok"] * len(lab.hosts))
+
+
+def case_memory_reconfigure(lab: SlurmLab) -> None:
+    node = lab.hosts[1]
+    found = int(lab.ssh(node, "slurmd -C | sed -n 's/.*RealMemory=\\([0-9]*\\).*/\\1/p'").stdout.strip())
+    declared = found - 1024
+    inv = lab.edited(lambda doc: _cluster(doc)[node].update(slurm_real_memory=declared))
+    before = lab.pids()
+    rc, out, took = lab.play_on(inv, "playbooks/slurm.yml")
+    after = lab.pids()
+    shown = lab.ssh(lab.hosts[0], f"scontrol show node {node}").stdout
+    check(
+        f"{node}'s declared memory lowered: scontrol reconfigure, nothing restarted",
+        rc == 0
+        and handler_result(out, "Reconfigure Slurm") == "changed"
+        and handler_result(out, "Restart slurmctld") == "skipping"
+        and handler_result(out, "Restart slurmd") == "skipping"
+        and before == after
+        and f"RealMemory={declared} " in shown,
+        f"RealMemory {found} -> {declared} MiB in {took:.1f} s; daemon PIDs before {before}, after {after}",
+    )
+    rc, out, took = lab.play("playbooks/slurm.yml")
+    shown = lab.ssh(lab.hosts[0], f"scontrol show node {node}").stdout
+    check(
+        "and back: reconfigure again, node idle with all its memory",
+        rc == 0
+        and handler_result(out, "Reconfigure Slurm") == "changed"
+        and f"RealMemory={found} " in shown
+        and "State=IDLE" in shown,
+        f"{took:.1f} s",
+    )
+    shutil.rmtree(inv, ignore_errors=True)
+
+
+def case_bad_inputs(lab: SlurmLab) -> None:
+    first, second, third = lab.hosts[:3]
+
+    def no_controller(doc: dict[str, Any]) -> None:
+        _group(doc, CONTROLLER)["hosts"] = {}
+
+    def two_controllers(doc: dict[str, Any]) -> None:
+        _group(doc, CONTROLLER)["hosts"] = {first: None, second: None}
+
+    cases: list[tuple[str, Callable[[dict[str, Any]], None] | None, list[str], list[str]]] = [
+        ("no controller (empty group)", no_controller, [], ["no Slurm controller", f"'{CONTROLLER}'"]),
+        ("two controllers", two_controllers, [], ["two or more Slurm controllers", f"{first}, {second}"]),
+        (
+            "declared memory above what the node has",
+            lambda doc: _cluster(doc)[second].update(slurm_real_memory=99999999),
+            [],
+            [second, "slurm_real_memory 99999999 MiB is above what the node has"],
+        ),
+        (
+            "GPUs declared where nvidia-smi finds none",
+            lambda doc: _cluster(doc)[third].update(slurm_gpus=2),
+            [],
+            [third, "slurm_gpus 2 declared but nvidia-smi finds 0"],
+        ),
+        (
+            "--limit leaves the controller out",
+            None,
+            ["--limit", f"{second},{third}"],
+            [f"the Slurm controller {first} is not in this run"],
+        ),
+    ]
+    before = lab.state()
+    for name, change, extra, wanted in cases:
+        inv = lab.edited(change) if change else lab.inventory
+        rc, out, took = lab.play_on(inv, "playbooks/slurm.yml", *extra)
+        flat = " ".join(out.split())
+        missing = [w for w in wanted if w not in flat]
+        after = lab.state()
+        check(
+            f"refused: {name}",
+            rc != 0 and not missing and after == before and not re.search(r"^changed: \[", out, re.M),
+            f"{took:.1f} s"
+            + (f"; message lacks {missing}" if missing else "")
+            + ("" if after == before else "; a node changed!"),
+        )
+        if change:
+            shutil.rmtree(inv, ignore_errors=True)
+
+
+def case_train(lab: SlurmLab) -> None:
+    job = "t-slurm"
+    subprocess.run(["rm", "-rf", str(lab.shared(f"/shared/train/{job}"))], check=False)
+    before = lab.counters()
+    rc, _out, took = lab.play(
+        "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "launcher=slurm", "-e", "steps=30",
+        "-e", "train_progress_interval=5",
+    )  # fmt: skip
+    after = lab.counters()
+    records = metrics(lab, job)
+    end = [r for r in records if r.get("event") == "end"]
+    start = [r for r in records if r.get("event") == "start"]
+    check(
+        "train.yml -e launcher=slurm trains across every node",
+        rc == 0
+        and bool(end)
+        and end[-1]["step"] == 30
+        and bool(start)
+        and start[-1].get("world_size") == len(lab.hosts),
+        f"{took:.1f} s, world size {start[-1].get('world_size') if start else '?'}, "
+        f"end step {end[-1]['step'] if end else '?'}",
+    )
+    mesh = sum(after[h][i] - before[h].get(i, 0) for h in lab.hosts for i in after[h] if i.startswith("data"))
+    mgmt = sum(after[h][i] - before[h].get(i, 0) for h in lab.hosts for i in after[h] if i.startswith("mgmt"))
+    check(
+        "its traffic is on the mesh links",
+        mesh > 20 * mgmt and mesh > 1e6,
+        f"mesh ports {mesh / 1e6:.1f} MB, management {mgmt / 1e6:.2f} MB (the play's own SSH included)",
+    )
+    script = lab.shared(f"/shared/train/{job}/{job}.sbatch")
+    res = lab.ssh(lab.hosts[0], f"cd /shared/train/{job} && sbatch --parsable --wait {job}.sbatch 40 2 1e-3")
+    job_id = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else "?"
+    records = metrics(lab, job)
+    runs = [r for r in records if r.get("event") == "start"]
+    check(
+        "the kept script runs by hand: sbatch JOB.sbatch 40 2 1e-3",
+        script.exists()
+        and res.returncode == 0
+        and bool(runs)
+        and runs[-1].get("steps") == 40
+        and [r for r in records if r.get("event") == "end"][-1]["step"] == 40,
+        f"slurm job {job_id}, steps {runs[-1].get('steps') if runs else '?'}",
+    )
+
+
+def case_kill_task(lab: SlurmLab) -> None:
+    job = "t-slurm-kill"
+    subprocess.run(["rm", "-rf", str(lab.shared(f"/shared/train/{job}"))], check=False)
+    proc = lab.play_async(
+        "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "launcher=slurm", "-e", "steps=2000",
+        "-e", "train_progress_interval=5",
+    )  # fmt: skip
+    victim = lab.hosts[1]
+    if not wait_for_step(lab, job, 10, proc):
+        proc.kill()
+        check(
+            "slurm job reached step 10 before the fault",
+            False,
+            (proc.stdout.read() if proc.stdout else "")[-800:],
+        )
+        return
+    killed = lab.ssh(victim, f"pkill -9 -f -o '{TRAINER}' && echo killed").stdout.strip()
+    at = time.monotonic()
+    try:
+        out = proc.communicate(timeout=120)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out = ""
+    took = time.monotonic() - at
+    time.sleep(1)
+    left = {h: lab.ssh(h, f"pgrep -f '{TRAINER}' || true").stdout.split() for h in lab.hosts}
+    queued = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job}").stdout.strip()
+    check(
+        f"kill -9 of one trainer on {victim}: the job and the play fail, nothing left running",
+        killed == "killed"
+        and proc.returncode not in (0, None)
+        and took <= 30
+        and not any(left.values())
+        and not queued
+        and "the Slurm job was cancelled" in out,
+        f"play failed {took:.1f} s after the kill; trainers left: {left}; squeue: {queued or 'empty'}",
+    )
+
+
+def case_stop(lab: SlurmLab) -> None:
+    job = "t-slurm-stop"
+    subprocess.run(["rm", "-rf", str(lab.shared(f"/shared/train/{job}"))], check=False)
+    rc, _out, _took = lab.play(
+        "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "launcher=slurm", "-e", "steps=2000",
+        "-e", "detach=true",
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(r.get("event") == "train" for r in metrics(lab, job)):
+        time.sleep(1)
+    running = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job} --format=%T").stdout.strip()
+    src, _out, took = lab.play("playbooks/train_stop.yml", "-e", f"job={job}")
+    left = {h: lab.ssh(h, f"pgrep -f '{TRAINER}' || true").stdout.split() for h in lab.hosts}
+    queued = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job}").stdout.strip()
+    check(
+        "a detached Slurm job is cancelled by train_stop.yml, nothing left on any node",
+        rc == 0 and running == "RUNNING" and src == 0 and not queued and not any(left.values()),
+        f"stop took {took:.1f} s; state before {running or '?'}; trainers left {left}; "
+        f"squeue {queued or 'empty'}",
+    )
+
+
+CASES: dict[str, Callable[[SlurmLab], None]] = {
+    "srun": case_srun,
+    "munge_secret": case_munge_secret,
+    "memory_reconfigure": case_memory_reconfigure,
+    "bad_inputs": case_bad_inputs,
+    "train": case_train,
+    "kill_task": case_kill_task,
+    "stop": case_stop,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", type=Path, required=True)
+    parser.add_argument("--only", nargs="*", choices=list(CASES))
+    args = parser.parse_args()
+    return run_cases(CASES, SlurmLab(args.inventory.resolve()), args.only)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
