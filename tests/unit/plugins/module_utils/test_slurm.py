@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import slurm
 
-FIX = Path(__file__).parent / "fixtures" / "slurm"
+FIX = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 
 HW = {
     "NodeName": "node1",
