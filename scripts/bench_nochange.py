@@ -5,6 +5,7 @@ machine's load average before each run, every run's wall time and the median, an
 last site.yml run (ansible.posix.profile_tasks), so docs/benchmarks.md can say where the time goes.
 
     .venv/bin/python scripts/bench_nochange.py --inventory inventories/lab --repeat 3 [--demo]
+    .venv/bin/python scripts/bench_nochange.py --playbook playbooks/slurm.yml
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def main() -> int:
         "--inventory", default="inventories/lab", help="a converged inventory (default the lab's)"
     )
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--playbook", default="site.yml", help="the playbook to re-run (playbooks/slurm.yml, ...)")
     ap.add_argument(
         "--demo", action="store_true", help="also time `make demo` re-run (the lab must be inventories/lab)"
     )
@@ -91,9 +93,12 @@ def main() -> int:
         return 2
     print(f"machine: {os.cpu_count()} CPUs, load {load()}")
     last = bench(
-        "site.yml", [labkit.tool("ansible-playbook"), "-i", args.inventory, "site.yml"], args.repeat, True
+        args.playbook,
+        [labkit.tool("ansible-playbook"), "-i", args.inventory, args.playbook],
+        args.repeat,
+        True,
     )
-    print("slowest tasks of the last site.yml run:")
+    print(f"slowest tasks of the last {args.playbook} run:")
     for task, secs in TASK_TIME.findall(last)[:12]:
         print(f"  {float(secs):6.2f} s  {task.strip()}")
     if args.demo:
