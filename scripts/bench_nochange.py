@@ -80,7 +80,7 @@ def main() -> int:
         "--inventory", default="inventories/lab", help="a converged inventory (default the lab's)"
     )
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--playbook", default="site.yml", help="the playbook to re-run (playbooks/slurm.yml, ...)")
+    ap.add_argument("--playbook", default="site.yml", help="the playbook to re-run (or playbooks/slurm.yml)")
     ap.add_argument(
         "--demo", action="store_true", help="also time `make demo` re-run (the lab must be inventories/lab)"
     )
