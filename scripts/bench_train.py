@@ -4,14 +4,16 @@
   trainer's own run time is the life of node rank 0's launcher process (torchrun, from its start to its exit,
   read from the systemd unit): what the same command typed by hand would take. The first-to-last metrics
   record time (the training loop alone, without imports and rendezvous) is printed beside it;
+  With --launcher slurm the trainer's run time is the Slurm job's (StartTime to EndTime, whole seconds);
 - teardown: from a kill -9 of a worker's trainer to no trainer process on any node, and to the play's exit.
 
-    .venv/bin/python scripts/bench_train.py --inventory inventories/lab [--repeat 3]
+    .venv/bin/python scripts/bench_train.py --inventory inventories/lab [--repeat 3] [--launcher slurm]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
 import statistics
@@ -45,17 +47,29 @@ def unit_life(lab: Lab, job: str) -> float:
     return (int(values[props[1]]) - int(values[props[0]])) / 1e6
 
 
-def overhead(lab: Lab, repeat: int) -> list[float]:
+def slurm_job_life(lab: Lab, job: str) -> float:
+    """Seconds from StartTime to EndTime of the newest Slurm job named rdmaops-JOB (kept MinJobAge s)."""
+    out = lab.ssh(lab.hosts[0], "scontrol show job -o", check=True).stdout
+    jobs = [dict(t.split("=", 1) for t in line.split() if "=" in t) for line in out.splitlines()]
+    mine = [j for j in jobs if j.get("JobName") == f"rdmaops-{job}"]
+    last = max(mine, key=lambda j: int(j["JobId"]))
+    start, end = (datetime.datetime.fromisoformat(last[k]) for k in ("StartTime", "EndTime"))
+    return (end - start).total_seconds()
+
+
+def overhead(lab: Lab, repeat: int, launcher: str) -> list[float]:
     out = []
     for i in range(repeat):
         job = f"bench-{i}"
         reset(lab, job)
-        rc, text, secs = lab.play("train.yml", *tiny_args(lab), "-e", f"job={job}", "-e", "steps=20")
+        rc, text, secs = lab.play(
+            "train.yml", *tiny_args(lab), "-e", f"job={job}", "-e", "steps=20", "-e", f"launcher={launcher}"
+        )
         if rc != 0:
             raise SystemExit(f"train.yml failed:\n{text[-3000:]}")
         recs = metrics(lab, job)
         loop = float(recs[-1]["time"]) - float(recs[0]["time"])
-        trainer = unit_life(lab, job)
+        trainer = slurm_job_life(lab, job) if launcher == "slurm" else unit_life(lab, job)
         out.append(secs - trainer)
         print(
             f"run {i}: play {secs:.1f} s, trainer process {trainer:.1f} s (training loop {loop:.1f} s), "
@@ -66,10 +80,12 @@ def overhead(lab: Lab, repeat: int) -> list[float]:
     return out
 
 
-def teardown(lab: Lab) -> tuple[float, float]:
+def teardown(lab: Lab, launcher: str) -> tuple[float, float]:
     job = "bench-kill"
     reset(lab, job)
-    proc = lab.play_async("train.yml", *tiny_args(lab), "-e", f"job={job}", "-e", "steps=2000")
+    proc = lab.play_async(
+        "train.yml", *tiny_args(lab), "-e", f"job={job}", "-e", "steps=2000", "-e", f"launcher={launcher}"
+    )
     if not wait_for_step(lab, job, 10, proc):
         raise SystemExit("the job did not reach step 10")
     pid = lab.trainers()[lab.hosts[1]][0]
@@ -89,13 +105,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--inventory", required=True, type=Path)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--launcher", default="torchrun", choices=["torchrun", "deepspeed", "slurm"])
     args = ap.parse_args()
     lab = Lab(args.inventory.resolve())
     print(f"nodes {len(lab.hosts)}, load average {os.getloadavg()[0]:.2f}, cores {os.cpu_count()}")
-    runs = overhead(lab, args.repeat)
+    print(f"launcher {args.launcher}")
+    runs = overhead(lab, args.repeat, args.launcher)
     med, lo, hi = statistics.median(runs), min(runs), max(runs)
     print(f"launch overhead: median {med:.1f} s, min {lo:.1f} s, max {hi:.1f} s")
-    clean, play = teardown(lab)
+    clean, play = teardown(lab, args.launcher)
     print(f"kill -9 of a worker: every node clean after {clean:.1f} s, play failed after {play:.1f} s")
     return 0
 
