@@ -108,9 +108,9 @@ def slurm_unit(job: dict[str, str], job_id: str) -> dict[str, str]:
 
 def slurm_phase(job: dict[str, str]) -> str:
     """running | succeeded | failed | absent (a job Slurm no longer knows: purged after MinJobAge)."""
-    state = job.get("JobState", "")
     if not job:
         return "absent"
+    state = job.get("JobState", "")
     if state in SLURM_RUNNING:
         return "running"
     return "succeeded" if state == "COMPLETED" else "failed"

@@ -98,6 +98,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.netplan_apply import read_file
 from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import (
     SlurmError,
     cgroup_usable,
@@ -107,14 +108,6 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import (
     parse_slurmd_c,
     parse_version,
 )
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None
 
 
 def main() -> None:
@@ -139,7 +132,7 @@ def main() -> None:
         module.fail_json(msg=str(exc))
 
     try:
-        result["memory_mib"] = parse_meminfo(_read("/proc/meminfo") or "")
+        result["memory_mib"] = parse_meminfo(read_file("/proc/meminfo") or "")
     except SlurmError as exc:
         module.fail_json(msg=str(exc))
     result["gpus"] = 0
@@ -159,9 +152,9 @@ def main() -> None:
     if detect:
         rc, out, err = module.run_command([detect, "--container"])
         virt = out.strip() or "none"
-    usable, why = cgroup_usable(_read("/sys/fs/cgroup/cgroup.controllers"), virt)
+    usable, why = cgroup_usable(read_file("/sys/fs/cgroup/cgroup.controllers"), virt)
     result["cgroup"] = {"usable": usable, "why": why}
-    result["conf"] = _read(module.params["conf_path"])
+    result["conf"] = read_file(module.params["conf_path"])
     module.exit_json(**result)
 
 
