@@ -180,15 +180,10 @@ def nccl_socket_ifname_errors(ifname: Any, name: str) -> list[str]:
     return rules.socket_ifname_errors(ifname, name)
 
 
-def nccl_dscp_errors(dscp: Any, name: str) -> list[str]:
-    return rules.dscp_errors(dscp, name)
-
-
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "nccl_env": nccl_env,
             "nccl_env_file_text": nccl_env_file_text,
             "nccl_socket_ifname_errors": nccl_socket_ifname_errors,
-            "nccl_dscp_errors": nccl_dscp_errors,
         }

@@ -54,7 +54,7 @@ class Fabric:
         wanted_host = {mgmt_bridge(plan.lab)} | {n.mgmt_host_if for n in plan.nodes}
         if plan.topology == "switched":
             wanted_host |= {fabric_bridge(plan.lab)} | {
-                fabric_host_ifname(plan.lab, n.index) for n in plan.nodes
+                fabric_host_ifname(plan.lab, n.index) for n in plan.nodes if n.role == "node"
             }
         # Leftovers of another topology or of removed nodes go first, so names can be reused.
         for name in h.own_host_links():
@@ -214,6 +214,8 @@ class Fabric:
             return
         bridge = fabric_bridge(plan.lab)
         for node in plan.nodes:
+            if node.role != "node":
+                continue
             host_if = fabric_host_ifname(plan.lab, node.index)
             alias = fabric_alias(plan.lab, node.name)
             hl = h.links().get(host_if)

@@ -25,6 +25,10 @@ MGMT_IFNAME = "mgmt0"
 DATA_PORT_RE = re.compile(r"^data\d+$")
 TOPOLOGIES = ("mesh", "switched")
 MAX_NODES = 32
+# Switches (management port only: they play the fabric's switch over NETCONF) are numbered from here,
+# so appending nodes never moves a switch's address.
+SWITCH_INDEX_BASE = 100
+MAX_SWITCHES = 4
 
 
 class LabError(Exception):
@@ -102,6 +106,7 @@ class NodePlan:
     # peer name -> local port (mesh) or {"fabric": "data0"} (switched)
     ports: dict[str, str] = field(default_factory=dict)
     macs: dict[str, str] = field(default_factory=dict)
+    role: str = "node"
 
 
 @dataclass
@@ -136,8 +141,18 @@ class LabPlan:
         }
 
 
-def make_plan(lab: str, nodes: list[str], topology: str, mgmt_cidr: str) -> LabPlan:
+def make_plan(
+    lab: str, nodes: list[str], topology: str, mgmt_cidr: str, switches: list[str] | None = None
+) -> LabPlan:
     check_lab_name(lab)
+    switches = list(switches or [])
+    for sw in switches:
+        if not NODE_PREFIX_RE.match(sw):
+            raise LabError(f"switch name {sw!r} is invalid: use a lowercase letter, then letters or digits")
+    if len(switches) > MAX_SWITCHES:
+        raise LabError(f"switch count {len(switches)} is out of range 0..{MAX_SWITCHES}")
+    if len(set(nodes + switches)) != len(nodes) + len(switches):
+        raise LabError(f"node and switch names are not unique: {nodes + switches}")
     if topology not in TOPOLOGIES:
         raise LabError(f"topology {topology!r} is not one of {', '.join(TOPOLOGIES)}")
     if len(set(nodes)) != len(nodes):
@@ -152,6 +167,9 @@ def make_plan(lab: str, nodes: list[str], topology: str, mgmt_cidr: str) -> LabP
         raise LabError(
             f"management CIDR {mgmt_cidr} has no room for {len(nodes)} nodes at .{MGMT_NODE_OFFSET + 1}+"
         )
+    if switches and net.num_addresses - 2 < MGMT_NODE_OFFSET + SWITCH_INDEX_BASE + len(switches):
+        first = MGMT_NODE_OFFSET + SWITCH_INDEX_BASE + 1
+        raise LabError(f"management CIDR {mgmt_cidr} has no room for switches at .{first}+")
     host_ip = str(net.network_address + 1)
     plans: list[NodePlan] = []
     for i, node in enumerate(nodes, start=1):
@@ -181,6 +199,20 @@ def make_plan(lab: str, nodes: list[str], topology: str, mgmt_cidr: str) -> LabP
         for p in plans:
             p.ports = {"fabric": "data0"}
             p.macs = {"data0": stable_mac(lab, p.name, "data0")}
+    for k, sw in enumerate(switches, start=1):
+        i = SWITCH_INDEX_BASE + k
+        plans.append(
+            NodePlan(
+                name=sw,
+                index=i,
+                netns=netns_name(lab, sw),
+                mgmt_ip=str(net.network_address + MGMT_NODE_OFFSET + i),
+                mgmt_host_if=mgmt_host_ifname(lab, i),
+                mgmt_mac=stable_mac(lab, sw, MGMT_IFNAME),
+                mgmt_host_mac=stable_mac(lab, sw, "host", MGMT_IFNAME),
+                role="switch",
+            )
+        )
     return LabPlan(lab, topology, str(net), host_ip, net.prefixlen, plans, links)
 
 

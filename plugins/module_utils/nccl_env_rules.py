@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.roce_qos import RANGES
+
 TRANSPORTS = ("rdma", "tcp")
-DSCP_MAX = 63  # DSCP is 6 bits
+DSCP_MAX = RANGES["dscp"][1]  # DSCP is 6 bits; the range is roce_qos's
 # Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no blanks or slashes.
 _IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 

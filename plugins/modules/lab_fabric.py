@@ -37,6 +37,13 @@ options:
     type: list
     elements: str
     required: true
+  switches:
+    description:
+      - Names of switches (lab stand-ins for the fabric's switch, reached over NETCONF): each gets a
+        netns and a management port only, at the (110+k)th address, so appending nodes never moves it.
+    type: list
+    elements: str
+    default: []
   topology:
     description: Data network wiring.
     type: str
@@ -77,8 +84,8 @@ plan:
       type: str
       sample: 10.99.0.1
     nodes:
-      description: Per node its number, netns, management address and C(ports) (peer name to port, or
-        C(fabric)).
+      description: Per node (and switch) its number, netns, management address, C(role) (C(node) or
+        C(switch)) and C(ports) (peer name to port, or C(fabric); none for a switch).
       type: list
       elements: dict
       sample: [{"name": "node1", "index": 1, "netns": "lab-node1", "mgmt_ip": "10.99.0.11",
@@ -108,6 +115,7 @@ def main() -> None:
         argument_spec={
             "name": {"type": "str", "required": True},
             "nodes": {"type": "list", "elements": "str", "required": True},
+            "switches": {"type": "list", "elements": "str", "default": []},
             "topology": {"type": "str", "choices": ["mesh", "switched"], "default": "mesh"},
             "mgmt_cidr": {"type": "str", "default": "10.99.0.0/24"},
             "fabric_mtu": {"type": "int", "default": 9000},
@@ -116,7 +124,7 @@ def main() -> None:
     )
     p = module.params
     try:
-        plan = make_plan(p["name"], p["nodes"], p["topology"], p["mgmt_cidr"])
+        plan = make_plan(p["name"], p["nodes"], p["topology"], p["mgmt_cidr"], p["switches"])
         host = Host(p["name"], check_mode=module.check_mode)
         Fabric(host, plan, p["fabric_mtu"]).apply()
     except LabError as exc:
