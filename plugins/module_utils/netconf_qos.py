@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import re
 import secrets
 import time
 import xml.etree.ElementTree as ET
@@ -107,7 +108,8 @@ def lock_holder(m: Any, info: str | None) -> str:
     sid = ""
     if info:
         try:
-            el = ET.fromstring(info if info.lstrip().startswith("<error-info") else f"<x>{info}</x>")
+            body = re.sub(r"^\s*<\?xml[^>]*\?>", "", info)
+            el = ET.fromstring(body if body.lstrip().startswith("<error-info") else f"<x>{body}</x>")
             found = [c for c in el.iter() if c.tag.rsplit("}", 1)[-1] == "session-id"]
             sid = (found[0].text or "").strip() if found else ""
         except ET.ParseError:
@@ -166,7 +168,8 @@ def apply(
         if missing:
             raise NetconfQosError(
                 f"{target.name}: the switch lacks {', '.join(missing)}; the role changes switches only "
-                "through a confirmed commit of the candidate datastore, so that a bad change rolls back by itself"
+                "through a confirmed commit of the candidate datastore, so that a bad change rolls back by "
+                "itself"
             )
         have_lines, ports = read_running(m, plan)
         unknown = sq.unknown_interfaces(plan.platform, plan.interfaces, ports)
@@ -213,11 +216,23 @@ def apply(
             out.committed = True
             try:
                 _verify(m, target, plan, want, hold_before_confirm, connector)
-            except Exception:
-                # The session may be gone: then the timeout rolls back.
+            except Exception as exc:
+                out.committed = False
+                # Our own lock on running must go first: netconfd answers <ok/> to a cancel-commit whose
+                # rollback a running lock blocked. If the session is gone, the timeout rolls back instead.
+                with contextlib.suppress(*errors):
+                    m.unlock(target="running")
+                    locked.remove("running")
                 with contextlib.suppress(*errors):
                     m.cancel_commit(persist_id=token)
-                out.committed = False
+                restored = None
+                with contextlib.suppress(*errors):
+                    restored = sq.owned_running(plan.platform, read_running(m, plan)[0], plan.interfaces)
+                if restored is None or sorted(restored) != sorted(have):
+                    raise NetconfQosError(
+                        f"{exc}; running was not seen restored after cancel-commit: the switch rolls back by "
+                        f"itself when the {confirm_timeout} s confirm timeout expires"
+                    ) from exc
                 raise
             m.commit(persist_id=token)
             out.seconds["commit_to_confirm"] = round(time.monotonic() - t1, 3)

@@ -1,0 +1,360 @@
+"""Switch QoS against the lab's switch (netconfd with the project's Cisco-namespace YANG, NETCONF over SSH).
+
+    .venv/bin/python tests/switch_qos/run.py --inventory inventories/mol [--only NAME ...]
+
+Each case resets the switch to its factory configuration, runs playbooks/switch_qos.yml as a user would,
+and checks the switch through a NETCONF session of its own: what running holds, that candidate was left
+equal to running, how many sessions were opened. One line per check, "N passed, M failed" at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from ncclient import manager
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from labkit import ROOT, check, env, run_cases, tool
+
+PLAYBOOK = "playbooks/switch_qos.yml"
+MONITORING = "urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring"
+NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
+
+
+class Switch:
+    def __init__(self, inventory: Path) -> None:
+        self.inventory = inventory
+        doc = yaml.safe_load((inventory / "hosts.yml").read_text())
+        group = doc["all"]["children"]["switches"]
+        self.name, host = next(iter(group["hosts"].items()))
+        self.addr = host["ansible_host"]
+        self.ports = host["switch_qos_interfaces"]
+        self.vars = group["vars"]
+        self.key = self.vars["switch_qos_ssh_key"]
+
+    def session(self) -> Any:
+        return manager.connect(
+            host=self.addr,
+            port=830,
+            username=self.vars["switch_qos_username"],
+            key_filename=self.key,
+            hostkey_verify=False,
+            look_for_keys=False,
+            allow_agent=False,
+            timeout=30,
+        )
+
+    def ssh(self, command: str) -> subprocess.CompletedProcess[str]:
+        argv = ["ssh", "-i", self.key, "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no"]
+        argv += ["-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR", f"root@{self.addr}", command]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+    def datastores(self) -> tuple[str, str]:
+        """Digests of running and candidate (16 hex characters each)."""
+        with self.session() as m:
+            run = m.get_config(source="running").data_xml
+            cand = m.get_config(source="candidate").data_xml
+        return _digest(run), _digest(cand)
+
+    def running(self) -> str:
+        with self.session() as m:
+            return str(m.get_config(source="running").data_xml)
+
+    def factory(self) -> None:
+        """Running (and candidate) back to the lab's factory configuration."""
+        text = self.ssh("cat /etc/rdmaops-lab/factory-cfg.xml").stdout
+        config = re.sub(r"<\?xml[^>]*\?>", "", text)
+        with self.session() as m:
+            m.lock(target="candidate")
+            try:
+                m.discard_changes()
+                m.edit_config(target="candidate", config=config, default_operation="replace")
+                m.commit()
+            finally:
+                m.unlock(target="candidate")
+
+    def play(self, *extra: str, timeout: float = 300) -> tuple[int, str, float]:
+        argv = [tool("ansible-playbook"), "-i", str(self.inventory), "--limit", self.name, PLAYBOOK, *extra]
+        start = time.monotonic()
+        proc = subprocess.run(argv, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout)
+        return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start
+
+    def play_async(self, *extra: str) -> subprocess.Popen[str]:
+        argv = [tool("ansible-playbook"), "-i", str(self.inventory), "--limit", self.name, PLAYBOOK, *extra]
+        return subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+
+def _digest(xml: str) -> str:
+    return hashlib.sha256(xml.encode()).hexdigest()[:16]
+
+
+def _changed(out: str) -> str:
+    m = re.search(r"changed=(\d+)", out)
+    return m.group(1) if m else "?"
+
+
+def _msg(out: str) -> str:
+    m = re.search(r'"msg": "([^"]*)"|msg: (.*)', out)
+    return (m.group(1) or m.group(2)) if m else out[-300:]
+
+
+def _nx(switch: Switch) -> list[str]:
+    return ["-e", "switch_qos_platform=nx-os", "-e", '{"switch_qos_interfaces": ["Ethernet1/1", "eth1/2"]}']
+
+
+BACKUPS = Path.home() / ".rdmaops" / "switch-backups"
+
+
+def case_apply(sw: Switch) -> None:
+    sw.factory()
+    factory = sw.running()
+    kept = set(BACKUPS.glob("*.xml")) if BACKUPS.is_dir() else set()
+    rc, out, took = sw.play()
+    text = sw.running()
+    want = ["<dscp>26</dscp>", "<qos-group-value>3</qos-group-value>", "<level>1</level>", "<mtu>9216</mtu>"]
+    new = sorted(set(BACKUPS.glob("*.xml")) - kept) if BACKUPS.is_dir() else []
+    check(
+        "IOS-XE apply: class-maps, policy-maps and the ports' service-policies and MTU are in running",
+        rc == 0 and _changed(out) == "1" and all(w in text for w in want) and "ROCE-OUT" in text,
+        f"rc={rc} changed={_changed(out)} {took:.1f} s",
+    )
+    check(
+        "IOS-XE apply warns that PFC was not configured (no YANG model for it)",
+        "PFC on CoS 3 was NOT configured" in out,
+    )
+    saved = new[0].read_text() if len(new) == 1 else ""
+    check(
+        "the running configuration before the change is kept on the controller (mode 0600)",
+        len(new) == 1
+        and "HundredGigE" in saved
+        and "ROCE" not in saved
+        and "ROCE" not in factory
+        and (new[0].stat().st_mode & 0o777) == 0o600,
+        f"{new[0] if new else 'no new backup'}",
+    )
+    rc, out, took = sw.play()
+    check("IOS-XE re-apply: changed=0", rc == 0 and _changed(out) == "0", f"no-change run {took:.1f} s")
+
+
+def case_check_mode(sw: Switch) -> None:
+    sw.factory()
+    before = sw.datastores()
+    rc, out, took = sw.play("--check", "--diff")
+    after = sw.datastores()
+    check(
+        "check mode: reports the change and shows the diff",
+        rc == 0
+        and _changed(out) == "1"
+        and "+ match dscp 26" in out
+        and "service-policy input ROCE-IN" in out,
+        f"rc={rc} changed={_changed(out)} {took:.1f} s",
+    )
+    check(
+        "check mode: running and candidate untouched (candidate equals running)",
+        before == after and after[0] == after[1],
+        f"running/candidate digests before {before} after {after}",
+    )
+
+
+def case_nx_os(sw: Switch) -> None:
+    sw.factory()
+    rc, out, _ = sw.play(*_nx(sw))
+    text = sw.running()
+    want = ["<pfcCos3>true</pfcCos3>", "<mode>1</mode>", "c-8q-nq3", "<ecn>true</ecn>", "<val>26</val>"]
+    check(
+        "NX-OS apply: qos, network-qos (pause pfc-cos 3) and queuing policies, PFC mode on, MTU on the ports",
+        rc == 0 and _changed(out) == "1" and all(w in text for w in want),
+        f"rc={rc} changed={_changed(out)}; missing {[w for w in want if w not in text]}",
+    )
+    rc, out, took = sw.play(*_nx(sw))
+    check("NX-OS re-apply: changed=0", rc == 0 and _changed(out) == "0", f"no-change run {took:.1f} s")
+    sw.factory()
+
+
+def case_bad_inputs(sw: Switch) -> None:
+    sw.factory()
+    before = sw.datastores()
+    cases = [
+        (["-e", '{"roce_qos": {"dscp": 64}}'], "roce_qos.dscp must be an integer 0..63, got 64", True),
+        (
+            ["-e", '{"roce_qos": {"priority_level": 3}}'],
+            "roce_qos.priority_level must be an integer 1..2, got 3",
+            True,
+        ),
+        (["-e", '{"roce_qos": {"cos": 8}}'], "roce_qos.cos must be an integer 0..7, got 8", True),
+        (
+            ["-e", '{"switch_qos_interfaces": ["HundredGigE1/0/1", "HundredGigE1/0/9"]}'],
+            "lists HundredGigE1/0/9, which the switch does not have",
+            False,
+        ),
+        (
+            ["-e", '{"switch_qos_interfaces": ["HundredGigE1/0/1", "HundredGigE1/0/1"]}'],
+            "interface 'HundredGigE1/0/1' is listed twice",
+            True,
+        ),
+    ]
+    for extra, expected, no_session in cases:
+        rc, out, took = sw.play(*extra)
+        # The module task is where the NETCONF session opens: a value error must stop the play before it.
+        module_ran = "TASK [rdmaops.cluster.switch_qos : Apply RoCE QoS" in out
+        check(
+            f"refused: {expected}",
+            rc != 0 and expected in out and sw.datastores() == before and module_ran != no_session,
+            f"{took:.1f} s; "
+            f"{'read running, no lock or edit' if module_ran else 'before any NETCONF session'}; "
+            f"{_msg(out)[:200]}",
+        )
+
+
+def _kill_tree(pid: int) -> int:
+    """SIGKILL a process and every descendant at once (Ansible's workers leave its process group)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += children.get(p, [])
+    for p in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+    return len(tree)
+
+
+def _wait_for(sw: Switch, text: str, present: bool, limit: float) -> float | None:
+    """Seconds until running does (or no longer does) hold text, polled once a second on one session
+    (netconfd's confirmed-commit timer runs late while sessions are opened many times a second)."""
+    start = time.monotonic()
+    m = None
+    while time.monotonic() - start < limit:
+        try:
+            m = m or sw.session()
+            if (text in m.get_config(source="running").data_xml) == present:
+                m.close_session()
+                return time.monotonic() - start
+        except Exception:  # a session refused while the switch blocks new ones: try again
+            m = None
+        time.sleep(1.0)
+    return None
+
+
+def case_verify_fails(sw: Switch) -> None:
+    """After the confirmed commit the module's fresh management session is refused: it must cancel."""
+    sw.factory()
+    base = sw.datastores()[0]
+    proc = sw.play_async("-e", "switch_qos_hold_before_confirm=6", "-e", "switch_qos_confirm_timeout=120")
+    seen = _wait_for(sw, "ROCE-OUT", True, 60)
+    # New SSH logins refused for 15 s; sessions already open (the module's) carry on.
+    sw.ssh(
+        "nohup sh -c 'echo DenyUsers root > /etc/ssh/sshd_config.d/zz-test-deny.conf; systemctl reload ssh;"
+        " sleep 15; rm -f /etc/ssh/sshd_config.d/zz-test-deny.conf; systemctl reload ssh' >/dev/null 2>&1 &"
+    )
+    out, _ = proc.communicate(timeout=180)
+    back = _wait_for(sw, "ROCE-OUT", False, 30)
+    time.sleep(0.5)
+    check(
+        "a failed verification after the commit cancels it: the play fails, the switch is back as before",
+        seen is not None
+        and proc.returncode != 0
+        and "commit cancelled" in out
+        and sw.datastores()[0] == base,
+        f"commit seen after {seen and round(seen, 1)} s; {_msg(out)[:220]}; back after {back} s",
+    )
+
+
+def case_killed(sw: Switch) -> None:
+    """The controller dies between commit and confirm: the switch rolls back when the timeout expires."""
+    sw.factory()
+    base = sw.datastores()[0]
+    timeout = 10
+    proc = sw.play_async(
+        "-e", "switch_qos_hold_before_confirm=60", "-e", f"switch_qos_confirm_timeout={timeout}"
+    )
+    seen = _wait_for(sw, "ROCE-OUT", True, 60)
+    committed = time.monotonic()
+    killed = _kill_tree(proc.pid)
+    proc.wait()
+    still = "ROCE-OUT" in sw.running()
+    back = _wait_for(sw, "ROCE-OUT", False, timeout + 30)
+    after = time.monotonic() - committed if back is not None else None
+    check(
+        f"play killed between commit and confirm: rolled back by the switch after the {timeout} s timeout",
+        seen is not None
+        and still
+        and after is not None
+        and after >= timeout - 2
+        and sw.datastores()[0] == base,
+        f"commit seen after {seen and round(seen, 1)} s; {killed} processes killed; "
+        f"still there right after: {still}; "
+        f"rolled back {after and round(after, 1)} s after the commit",
+    )
+
+
+def case_locked(sw: Switch) -> None:
+    sw.factory()
+    before = sw.datastores()
+    with sw.session() as holder:
+        holder.lock(target="candidate")
+        sid = holder.session_id
+        rc, out, took = sw.play()
+        holder.unlock(target="candidate")
+    check(
+        "a locked datastore: refused with the holder's session, user and address, nothing changed",
+        rc != 0 and f"locked by session {sid} (user root from" in out and sw.datastores() == before,
+        f"{took:.1f} s; {_msg(out)[:220]}",
+    )
+
+
+CASES: dict[str, Callable[[Switch], None]] = {
+    "apply": case_apply,
+    "check_mode": case_check_mode,
+    "nx_os": case_nx_os,
+    "bad_inputs": case_bad_inputs,
+    "verify_fails": case_verify_fails,
+    "killed": case_killed,
+    "locked": case_locked,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--inventory", type=Path, required=True)
+    parser.add_argument("--only", nargs="*", choices=list(CASES))
+    args = parser.parse_args()
+    sw = Switch(args.inventory.resolve())
+    status = run_cases(CASES, sw, args.only)
+    # Leave the switch configured as site.yml left it (molecule's later steps expect a converged lab).
+    sw.factory()
+    rc, out, _ = sw.play()
+    if rc != 0:
+        print(out[-2000:])
+    return status or rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
