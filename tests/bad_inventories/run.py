@@ -48,7 +48,7 @@ def bin_path(name: str) -> str:
 
 def list_hosts(inventory: Path) -> list[str]:
     out = subprocess.run(
-        [bin_path("ansible"), "all", "-i", str(inventory), "--list-hosts"],
+        [bin_path("ansible"), "all:!switches", "-i", str(inventory), "--list-hosts"],
         cwd=ROOT,
         env=ansible_env(),
         capture_output=True,
@@ -62,7 +62,16 @@ def snapshot(inventory: Path) -> dict[str, str]:
     env = ansible_env()
     env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     proc = subprocess.run(
-        [bin_path("ansible"), "all", "-i", str(inventory), "-m", "ansible.builtin.shell", "-a", SNAPSHOT_CMD],
+        [
+            bin_path("ansible"),
+            "all:!switches",
+            "-i",
+            str(inventory),
+            "-m",
+            "ansible.builtin.shell",
+            "-a",
+            SNAPSHOT_CMD,
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -120,6 +129,10 @@ def make_inventory(source: Path, case: dict[str, Any], names: dict[str, str], wo
     """
     inv = workdir / "inventory"
     shutil.copytree(source, inv)
+    # The cases are about the nodes: the lab's switch (its own play, over NETCONF) stays out of them.
+    hosts = yaml.safe_load((inv / "hosts.yml").read_text())
+    if hosts["all"]["children"].pop("switches", None) is not None:
+        (inv / "hosts.yml").write_text(yaml.safe_dump(hosts, sort_keys=False))
     rel = Path(fill(case["file"], names))
     host = rel.stem if rel.parts[0] == "host_vars" else names["host0"]
     effective = effective_vars(source, host)

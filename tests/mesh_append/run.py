@@ -40,7 +40,7 @@ def data_addresses(inventory: Path, mgmt: IPNetwork) -> dict[str, list[str]]:
     proc = subprocess.run(
         [
             tool("ansible"),
-            "all",
+            "all:!switches",
             "-i",
             str(inventory),
             "-m",
@@ -88,6 +88,8 @@ def main() -> int:
     topology = lab_vars["mesh_network_topology"]
 
     before = data_addresses(inventory, mgmt)
+    hosts_doc = yaml.safe_load((inventory / "hosts.yml").read_text())
+    switches = list((hosts_doc["all"]["children"].get("switches") or {}).get("hosts") or {})
     if len(before) >= args.nodes:
         print(f"lab {lab} already has {len(before)} nodes; nothing to append", file=sys.stderr)
         return 2
@@ -104,6 +106,8 @@ def main() -> int:
                     "lab_topology": topology,
                     "lab_mgmt_cidr": str(mgmt.cidr),
                     "lab_inventory_dir": str(inventory),
+                    # the lab's switches stay (a lab run without them would remove them)
+                    "lab_switches": switches,
                 }
             ),
         ],
@@ -113,7 +117,7 @@ def main() -> int:
     run(
         [
             tool("ansible"),
-            "all",
+            "all:!switches",
             "-i",
             str(inventory),
             "-m",

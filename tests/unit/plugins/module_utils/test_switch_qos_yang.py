@@ -68,7 +68,7 @@ def _valid(platform: str, which: str, payload: str, tmp_path: Path) -> tuple[boo
     errors = "\n".join(
         line for line in (proc.stdout + proc.stderr).splitlines() if "libyang warn" not in line
     )
-    # yanglint crashes (exit 139) on some empty containers: that is "not validated", never "valid" or "invalid".
+    # yanglint crashes (exit 139) on some empty containers: "not validated", never "valid" or "invalid".
     assert proc.returncode in (0, 1, 7), (
         f"yanglint crashed ({proc.returncode}) on {which} {platform}: {errors[-500:]}"
     )
