@@ -39,7 +39,7 @@ options:
     required: true
   switches:
     description:
-      - Names of switches (lab stand-ins for the fabric's switch, reached over NETCONF): each gets a
+      - Names of switches (lab stand-ins for the fabric's switch, reached over NETCONF). Each gets a
         netns and a management port only, at the (110+k)th address, so appending nodes never moves it.
     type: list
     elements: str

@@ -29,7 +29,7 @@ description:
     cancelled; if this process dies, the switch rolls back by itself when O(confirm_timeout) expires."
   - The objects it owns (its class-maps and policy-maps, by O(names)) are replaced whole; on the ports only
     the MTU, PFC mode and service-policy leaves are set.
-  - Runs on the controller (C(connection: local)) and opens the NETCONF session itself with ncclient,
+  - Runs on the controller (C(ansible_connection=local)) and opens the NETCONF session itself with ncclient,
     because ansible.netcommon.netconf_config's C(confirm) does not work (ansible-collections/ansible.netcommon
     issue 551).
 author:
