@@ -125,3 +125,26 @@ def test_host_link_owner() -> None:
     assert lab_plan.node_of_host_link("lab", {"ifalias": "lab:fabric:node2:data0"}) == "node2"
     assert lab_plan.node_of_host_link("lab", {"ifalias": "mol:mgmt:node4"}) is None
     assert lab_plan.node_of_host_link("lab", {}) is None
+
+
+def test_switches_get_a_management_port_only_at_a_fixed_address() -> None:
+    plan = lab_plan.make_plan("lab", nodes(3), "mesh", "10.99.0.0/24", ["sw1"])
+    sw = [n for n in plan.nodes if n.role == "switch"]
+    assert [(s.name, s.mgmt_ip, s.ports, s.macs) for s in sw] == [("sw1", "10.99.0.111", {}, {})]
+    assert all(sw[0].name not in (link.a, link.b) for link in plan.links)
+    grown = lab_plan.make_plan("lab", nodes(5), "switched", "10.99.0.0/24", ["sw1"])
+    assert [n.mgmt_ip for n in grown.nodes if n.role == "switch"] == ["10.99.0.111"]
+    assert [n.name for n in grown.nodes if n.ports] == nodes(5)
+
+
+@pytest.mark.parametrize(
+    "switches,cidr,message",
+    [
+        (["node1"], "10.99.0.0/24", "node and switch names are not unique"),
+        (["Sw1"], "10.99.0.0/24", "switch name 'Sw1' is invalid"),
+        (["sw1"], "10.99.0.0/26", "has no room for switches at .111+"),
+    ],
+)
+def test_bad_switches_are_refused(switches: list[str], cidr: str, message: str) -> None:
+    with pytest.raises(lab_plan.LabError, match=message):
+        lab_plan.make_plan("lab", nodes(3), "mesh", cidr, switches)
