@@ -269,7 +269,7 @@ def _validate(m: Any, mode: str) -> None:
 
 def _verify(m: Any, target: Target, plan: Plan, want: list[sq.Line], hold: float, connector: Any) -> None:
     """After the confirmed commit: running holds exactly what was intended, and management still works."""
-    got, _ = read_running(m, plan)
+    got = read_running(m, plan)[0]
     got = sq.owned_running(plan.platform, got, plan.interfaces)
     diff = sq.differences(want, got)
     if diff:

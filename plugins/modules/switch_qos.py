@@ -186,8 +186,10 @@ requirements:
   - ncclient (on the controller)
 attributes:
   check_mode:
+    description: Reads running and reports what would change; takes no lock and edits no candidate.
     support: full
   diff_mode:
+    description: Shows the owned configuration on the switch and as wanted, as CLI lines.
     support: full
 """
 

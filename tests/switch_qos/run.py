@@ -88,7 +88,9 @@ class Switch:
     def play(self, *extra: str, timeout: float = 300) -> tuple[int, str, float]:
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), "--limit", self.name, PLAYBOOK, *extra]
         start = time.monotonic()
-        proc = subprocess.run(argv, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            argv, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, check=False
+        )
         return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start
 
     def play_async(self, *extra: str) -> subprocess.Popen[str]:
@@ -178,7 +180,7 @@ def case_check_mode(sw: Switch) -> None:
 
 def case_nx_os(sw: Switch) -> None:
     sw.factory()
-    rc, out, _ = sw.play(*_nx(sw))
+    rc, out = sw.play(*_nx(sw))[:2]
     text = sw.running()
     want = ["<pfcCos3>true</pfcCos3>", "<mode>1</mode>", "c-8q-nq3", "<ecn>true</ecn>", "<val>26</val>"]
     check(
@@ -274,7 +276,7 @@ def case_verify_fails(sw: Switch) -> None:
         "nohup sh -c 'echo DenyUsers root > /etc/ssh/sshd_config.d/zz-test-deny.conf; systemctl reload ssh;"
         " sleep 15; rm -f /etc/ssh/sshd_config.d/zz-test-deny.conf; systemctl reload ssh' >/dev/null 2>&1 &"
     )
-    out, _ = proc.communicate(timeout=180)
+    out = proc.communicate(timeout=180)[0]
     back = _wait_for(sw, "ROCE-OUT", False, 30)
     time.sleep(0.5)
     check(
@@ -350,7 +352,7 @@ def main() -> int:
     status = run_cases(CASES, sw, args.only)
     # Leave the switch configured as site.yml left it (molecule's later steps expect a converged lab).
     sw.factory()
-    rc, out, _ = sw.play()
+    rc, out = sw.play()[:2]
     if rc != 0:
         print(out[-2000:])
     return status or rc

@@ -15,7 +15,8 @@ XE_PORTS = ["HundredGigE1/0/1", "HundredGigE1/0/2"]
 NX_PORTS = ["Ethernet1/1", "eth1/2"]
 
 
-def _tree(platform: str, ports: list[str], qos: dict[str, object] = QOS) -> str:
+def _tree(platform: str, ports: list[str], qos: dict[str, object] | None = None) -> str:
+    qos = qos or QOS
     return ET.tostring(sq.data_tree(platform, qos, ports, NAMES, ECN), encoding="unicode")
 
 
@@ -68,13 +69,13 @@ def test_dscp_names_a_device_returns_count_as_numbers() -> None:
     dscp = root.find(f".//{{{sq.XE_POLICY}}}dscp")
     assert dscp is not None and dscp.text == "26"
     dscp.text = "af31"
-    lines, _ = sq.running("ios-xe", ET.tostring(root, encoding="unicode"), NAMES)
+    lines = sq.running("ios-xe", ET.tostring(root, encoding="unicode"), NAMES)[0]
     assert sq.differences(sq.intended("ios-xe", QOS, XE_PORTS, NAMES, ECN), lines) == []
 
 
 def test_what_differs_is_named_both_ways() -> None:
     other = dict(QOS, dscp=46, priority_level=2)
-    lines, _ = sq.running("ios-xe", _tree("ios-xe", XE_PORTS, other), NAMES)
+    lines = sq.running("ios-xe", _tree("ios-xe", XE_PORTS, other), NAMES)[0]
     diff = sq.differences(sq.intended("ios-xe", QOS, XE_PORTS, NAMES, ECN), lines)
     assert "+ class-map match-any ROCE / match dscp 26" in diff
     assert "- class-map match-any ROCE / match dscp 46" in diff
@@ -86,7 +87,7 @@ def test_unknown_leaves_in_owned_objects_count_as_differences() -> None:
     mc = root.find(f".//{{{sq.NX}}}queuing-items//{{{sq.NX}}}MatchCMap-list")
     assert mc is not None
     ET.SubElement(ET.SubElement(mc, f"{{{sq.NX}}}setBW-items"), f"{{{sq.NX}}}val").text = "50"
-    lines, _ = sq.running("nx-os", root, NAMES)
+    lines = sq.running("nx-os", root, NAMES)[0]
     diff = sq.differences(sq.intended("nx-os", QOS, NX_PORTS, NAMES, ECN), lines)
     assert diff == [
         "- policy-map type queuing ROCE-OUT / class type queuing c-out-8q-q3 / setBW-items val 50"

@@ -47,7 +47,8 @@ XE_PORTS = ["HundredGigE1/0/1", "HundredGigE1/0/2"]
 NX_PORTS = ["Ethernet1/1", "Ethernet1/2"]
 
 
-def _payload(platform: str, qos: dict[str, object] = QOS) -> str:
+def _payload(platform: str, qos: dict[str, object] | None = None) -> str:
+    qos = qos or QOS
     ports = XE_PORTS if platform == "ios-xe" else NX_PORTS
     ET.register_namespace("", sq.XE if platform == "ios-xe" else sq.NX)
     ET.register_namespace("pol", sq.XE_POLICY)
