@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import os
 import re
 import signal
@@ -332,6 +333,28 @@ def case_locked(sw: Switch) -> None:
     )
 
 
+def case_nic_qos_veth(sw: Switch) -> None:
+    """The host side on a lab node: its data port (a veth) has no DCB, which is said, not failed."""
+    doc = yaml.safe_load((sw.inventory / "hosts.yml").read_text())
+    node = next(iter(doc["all"]["children"]["cluster"]["hosts"]))
+    env_ = env()
+    env_.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    argv = [tool("ansible"), "-i", str(sw.inventory), node, "-m", "rdmaops.cluster.nic_qos"]
+    argv += ["-a", '{"devices": ["data0"], "dscp": 26, "cos": 3}']
+    proc = subprocess.run(argv, cwd=ROOT, env=env_, capture_output=True, text=True, timeout=120, check=False)
+    try:
+        result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"][node]
+    except (ValueError, KeyError, IndexError):
+        result = {}
+    check(
+        "nic_qos on a veth: no DCB support, said and skipped, nothing changed",
+        proc.returncode == 0
+        and result.get("changed") is False
+        and result.get("unsupported") == ["data0: no DCB support (Attribute read: Operation not supported)"],
+        f"{node}: {result.get('skipped') or proc.stdout[-300:]}",
+    )
+
+
 CASES: dict[str, Callable[[Switch], None]] = {
     "apply": case_apply,
     "check_mode": case_check_mode,
@@ -340,6 +363,7 @@ CASES: dict[str, Callable[[Switch], None]] = {
     "verify_fails": case_verify_fails,
     "killed": case_killed,
     "locked": case_locked,
+    "nic_qos_veth": case_nic_qos_veth,
 }
 
 
