@@ -13,7 +13,12 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import ping, verify_parse, verify_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils import (
+    ping,
+    verify_parse,
+    verify_plan,
+    verify_qos,
+)
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_thresholds import thresholds
 
 
@@ -74,9 +79,18 @@ def verify_collective(runs: Any, master: str) -> dict[str, Any]:
     return verify_parse.collective_result(dict(runs or {}), master)
 
 
+def verify_qos_section(roce: Any, switch_results: Any, hosts: Any) -> dict[str, Any]:
+    switches = dict(verify_qos.switch_input(r) for r in switch_results or [])
+    raw = {
+        h: verify_qos.host_input(v or {}, verify_parse.parse_env_file) for h, v in dict(hosts or {}).items()
+    }
+    return verify_qos.qos_section(dict(roce), switches, raw)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Callable[..., Any]]:
         return {
+            "verify_qos_section": verify_qos_section,
             "verify_links": verify_links,
             "verify_schedule": verify_schedule,
             "verify_role": verify_role,

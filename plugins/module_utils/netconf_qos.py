@@ -66,6 +66,8 @@ class Outcome:
     backup: str | None = None
     committed: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
+    # What running said before any change (switch_qos.state), for verify's QoS table.
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 def connect(target: Target) -> Any:
@@ -179,6 +181,7 @@ def apply(
                 f"have (it has {', '.join(sorted(ports)) or 'none in its running configuration'})"
             )
         have = sq.owned_running(plan.platform, have_lines, plan.interfaces)
+        out.state = sq.state(plan.platform, have, plan.interfaces)
         out.differences = sq.differences(want, have)
         out.before, out.after = sq.cli(have), sq.cli(want)
         out.seconds["read"] = round(time.monotonic() - t0, 3)

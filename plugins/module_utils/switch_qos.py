@@ -632,3 +632,35 @@ def differences(want: list[Line], have: list[Line]) -> list[str]:
     out = [f"+ {' / '.join(line)}" for line in want if line not in have_set]
     out += [f"- {' / '.join(line)}" for line in have if line not in want_set]
     return out
+
+
+def state(platform: str, lines: list[Line], interfaces: list[str]) -> dict[str, Any]:
+    """What the switch's running configuration says about RoCE, per value, for verify's QoS table."""
+    out: dict[str, Any] = {"dscp": [], "qos_group": [], "pause_cos": [], "priority_level": [], "ports": {}}
+    for line in lines:
+        last = line[-1]
+        for key, prefix in (
+            ("dscp", "match dscp "),
+            ("qos_group", "set qos-group "),
+            ("pause_cos", "pause pfc-cos "),
+            ("priority_level", "priority level "),
+        ):
+            if last.startswith(prefix) and last[len(prefix) :].isdigit():
+                value = int(last[len(prefix) :])
+                if value not in out[key]:
+                    out[key].append(value)
+    for name in interfaces:
+        shown = display_interface(platform, name)
+        port: dict[str, Any] = {"mtu": None, "pfc": None, "input_policy": None}
+        for line in lines:
+            if line[0] != f"interface {shown}":
+                continue
+            text = line[-1]
+            if text.startswith("mtu "):
+                port["mtu"] = int(text[4:])
+            elif text.startswith("priority-flow-control mode "):
+                port["pfc"] = text.rsplit(" ", 1)[1]
+            elif "service-policy" in text and " input " in text:
+                port["input_policy"] = text.rsplit(" ", 1)[1]
+        out["ports"][shown] = port
+    return out

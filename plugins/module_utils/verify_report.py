@@ -19,6 +19,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils import verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_plan import VerifyError, check_hosts
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_thresholds import (
     evaluate_collective,
@@ -37,6 +38,7 @@ def build_report(
     gate: dict[str, Any] | None = None,
     reachability: dict[str, Any] | None = None,
     collective: dict[str, Any] | None = None,
+    qos: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole report as one JSON-serialisable document, with pass/fail per measurement."""
     names = check_hosts(hosts)
@@ -74,6 +76,7 @@ def build_report(
     failures = reach_failures + failures
     gate_failures = [f"{h}: {msg}" for h, g in sorted((gate or {}).items()) for msg in g.get("failures", [])]
     failures = gate_failures + failures + evaluate_collective(collective, limits)
+    failures += [f"QoS: {p}" for p in (qos or {}).get("problems", [])]
     return {
         "meta": dict(meta or {}),
         "hosts": names,
@@ -83,6 +86,7 @@ def build_report(
         "reachability": reachability or {},
         "measurements": rows,
         "collective": collective,
+        "qos": qos,
         "failures": failures,
         "passed": not failures,
     }
@@ -188,6 +192,8 @@ def markdown(report: dict[str, Any]) -> str:
                     f"| {_human_bytes(res['bytes'])} | {res['time_ms']:.3f} | {res['algbw_gbps']:.3f} | "
                     f"{res['busbw_gbps']:.3f} |"
                 )
+    if report.get("qos"):
+        lines += verify_qos.markdown(report["qos"])
     if report["failures"]:
         lines += ["", "## Failures", ""] + [f"- {f}" for f in report["failures"]]
     return "\n".join(lines) + "\n"

@@ -230,6 +230,15 @@ manual:
   type: list
   elements: str
   sample: ["IOS-XE has no YANG model for priority-flow-control: PFC on CoS 3 was NOT configured; ..."]
+state:
+  description:
+    - What the switch's running configuration held before this run, per RoCE value (for verify.yml's QoS
+      table).
+      C(ports) maps each listed port to its C(mtu), C(pfc) mode (NX-OS) and C(input_policy).
+  returned: always
+  type: dict
+  sample: {"dscp": [26], "qos_group": [3], "pause_cos": [3], "priority_level": [1],
+           "ports": {"Ethernet1/1": {"mtu": 9216, "pfc": "on", "input_policy": "ROCE-IN"}}}
 seconds:
   description: Time spent reading, and from the confirmed commit to the confirm.
   returned: always
@@ -364,6 +373,7 @@ def main() -> None:
         "intended": out.after,
         "manual": manual,
         "seconds": out.seconds,
+        "state": out.state,
     }
     if out.backup:
         result["backup"] = out.backup

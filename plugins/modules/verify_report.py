@@ -66,6 +66,11 @@ options:
   collective:
     description: The all-reduce result (the JSON of allreduce_bench.py, or C(error)); null when not run.
     type: dict
+  qos:
+    description:
+      - The RoCE QoS section (the verify_qos_section filter's output - C(rows), C(problems), C(consistent),
+        C(roce_qos)); its problems count as failures. Null when not checked.
+    type: dict
 attributes:
   check_mode:
     description: Judges the measurements and returns the report without writing files.
@@ -147,6 +152,7 @@ def main() -> None:
             "gate": {"type": "dict", "default": {}},
             "reachability": {"type": "dict", "default": {}},
             "collective": {"type": "dict"},
+            "qos": {"type": "dict"},
         },
         supports_check_mode=True,
     )
@@ -166,6 +172,7 @@ def main() -> None:
             gate=params["gate"],
             reachability=params["reachability"],
             collective=params["collective"],
+            qos=params["qos"],
         )
     except TypeError as exc:
         module.fail_json(msg=f"unknown threshold: {exc}")
