@@ -171,19 +171,20 @@ def make_plan(
         first = MGMT_NODE_OFFSET + SWITCH_INDEX_BASE + 1
         raise LabError(f"management CIDR {mgmt_cidr} has no room for switches at .{first}+")
     host_ip = str(net.network_address + 1)
-    plans: list[NodePlan] = []
-    for i, node in enumerate(nodes, start=1):
-        plans.append(
-            NodePlan(
-                name=node,
-                index=i,
-                netns=netns_name(lab, node),
-                mgmt_ip=str(net.network_address + MGMT_NODE_OFFSET + i),
-                mgmt_host_if=mgmt_host_ifname(lab, i),
-                mgmt_mac=stable_mac(lab, node, MGMT_IFNAME),
-                mgmt_host_mac=stable_mac(lab, node, "host", MGMT_IFNAME),
-            )
+
+    def member(name: str, index: int, role: str) -> NodePlan:
+        return NodePlan(
+            name=name,
+            index=index,
+            netns=netns_name(lab, name),
+            mgmt_ip=str(net.network_address + MGMT_NODE_OFFSET + index),
+            mgmt_host_if=mgmt_host_ifname(lab, index),
+            mgmt_mac=stable_mac(lab, name, MGMT_IFNAME),
+            mgmt_host_mac=stable_mac(lab, name, "host", MGMT_IFNAME),
+            role=role,
         )
+
+    plans = [member(node, i, "node") for i, node in enumerate(nodes, start=1)]
     links: list[MeshLink] = []
     if topology == "mesh":
         for a in plans:
@@ -199,20 +200,7 @@ def make_plan(
         for p in plans:
             p.ports = {"fabric": "data0"}
             p.macs = {"data0": stable_mac(lab, p.name, "data0")}
-    for k, sw in enumerate(switches, start=1):
-        i = SWITCH_INDEX_BASE + k
-        plans.append(
-            NodePlan(
-                name=sw,
-                index=i,
-                netns=netns_name(lab, sw),
-                mgmt_ip=str(net.network_address + MGMT_NODE_OFFSET + i),
-                mgmt_host_if=mgmt_host_ifname(lab, i),
-                mgmt_mac=stable_mac(lab, sw, MGMT_IFNAME),
-                mgmt_host_mac=stable_mac(lab, sw, "host", MGMT_IFNAME),
-                role="switch",
-            )
-        )
+    plans += [member(sw, SWITCH_INDEX_BASE + k, "switch") for k, sw in enumerate(switches, start=1)]
     return LabPlan(lab, topology, str(net), host_ip, net.prefixlen, plans, links)
 
 

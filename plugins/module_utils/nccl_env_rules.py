@@ -11,10 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.roce_qos import RANGES
+from ansible_collections.rdmaops.cluster.plugins.module_utils.roce_qos import RANGES, integer_errors
 
 TRANSPORTS = ("rdma", "tcp")
-DSCP_MAX = RANGES["dscp"][1]  # DSCP is 6 bits; the range is roce_qos's
 # Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no blanks or slashes.
 _IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 
@@ -39,10 +38,5 @@ def socket_ifname_errors(ifname: Any, name: str) -> list[str]:
 
 
 def dscp_errors(dscp: Any, name: str) -> list[str]:
-    """DSCP is a whole number (an integer, or a string of digits) in 0..63."""
-    digits = not isinstance(dscp, bool) and (
-        isinstance(dscp, int) or re.fullmatch(r"[0-9]+", str(dscp)) is not None
-    )
-    if digits and 0 <= int(dscp) <= DSCP_MAX:
-        return []
-    return [f"{name} must be an integer 0..{DSCP_MAX}, got {_shown(dscp)}"]
+    """DSCP is a whole number (an integer, or a string of digits) in 0..63: roce_qos's rule."""
+    return integer_errors(dscp, name, *RANGES["dscp"])

@@ -64,7 +64,6 @@ class Outcome:
     before: str = ""
     after: str = ""
     backup: str | None = None
-    committed: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
     # What running said before any change (switch_qos.state), for verify's QoS table.
     state: dict[str, Any] = field(default_factory=dict)
@@ -216,11 +215,9 @@ def apply(
             token = secrets.token_hex(8)
             t1 = time.monotonic()
             m.commit(confirmed=True, timeout=str(confirm_timeout), persist=token)
-            out.committed = True
             try:
                 _verify(m, target, plan, want, hold_before_confirm, connector)
             except Exception as exc:
-                out.committed = False
                 # Our own lock on running must go first: netconfd answers <ok/> to a cancel-commit whose
                 # rollback a running lock blocked. If the session is gone, the timeout rolls back instead.
                 with contextlib.suppress(*errors):

@@ -34,7 +34,8 @@ RANGES: dict[str, tuple[int, int]] = {
 
 
 def _shown(value: Any) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
+    # str(): a plain str, so an Ansible-tagged string reads like any other in the message.
+    return repr(str(value)) if isinstance(value, str) else repr(value)
 
 
 def _whole(value: Any) -> int | None:
@@ -42,9 +43,17 @@ def _whole(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value.strip()):
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value):
         return int(value)
     return None
+
+
+def integer_errors(value: Any, name: str, low: int, high: int) -> list[str]:
+    """The one range rule: a whole number (an int, or a string of digits) in low..high."""
+    number = _whole(value)
+    if number is not None and low <= number <= high:
+        return []
+    return [f"{name} must be an integer {low}..{high}, got {_shown(value)}"]
 
 
 def errors(value: Any, name: str = "roce_qos") -> list[str]:
@@ -57,11 +66,8 @@ def errors(value: Any, name: str = "roce_qos") -> list[str]:
     for key in sorted(set(value) - set(DEFAULTS)):
         out.append(f"{name}.{key} is not a setting (known: {', '.join(DEFAULTS)})")
     for key, (low, high) in RANGES.items():
-        if key not in value:
-            continue
-        number = _whole(value[key])
-        if number is None or not low <= number <= high:
-            out.append(f"{name}.{key} must be an integer {low}..{high}, got {_shown(value[key])}")
+        if key in value:
+            out += integer_errors(value[key], f"{name}.{key}", low, high)
     if "ecn" in value and not isinstance(value["ecn"], bool):
         out.append(f"{name}.ecn must be true or false, got {_shown(value['ecn'])}")
     return out

@@ -232,6 +232,14 @@ def _sub(parent: ET.Element, ns: str, tag: str, text: Any = None, **attrs: str) 
     return el
 
 
+def _path(parent: ET.Element, ns: str, path: str, text: Any = None, **attrs: str) -> ET.Element:
+    """Nested children along 'a/b/c' (all new); text and attributes go on the last one."""
+    *inner, last = path.split("/")
+    for tag in inner:
+        parent = _sub(parent, ns, tag)
+    return _sub(parent, ns, last, text, **attrs)
+
+
 _REPLACE = {_q(NC, "operation"): "replace"}
 
 
@@ -271,56 +279,59 @@ def data_tree(
             cm = _sub(policy, XE_POLICY, "class-map", **rep)
             _sub(cm, XE_POLICY, "name", cm_name)
             _sub(cm, XE_POLICY, "prematch", "match-any")
-            _sub(_sub(cm, XE_POLICY, "match"), XE_POLICY, match_tag, value)
+            _path(cm, XE_POLICY, f"match/{match_tag}", value)
         pm = _sub(policy, XE_POLICY, "policy-map", **rep)
         _sub(pm, XE_POLICY, "name", names.input_policy)
         cls = _sub(pm, XE_POLICY, "class")
         _sub(cls, XE_POLICY, "name", names.class_map)
         act = _sub(cls, XE_POLICY, "action-list")
         _sub(act, XE_POLICY, "action-type", "set")
-        qg = _sub(_sub(act, XE_POLICY, "set"), XE_POLICY, "qos-group")
-        _sub(qg, XE_POLICY, "qos-group-value", qos["qos_group"])
+        _path(act, XE_POLICY, "set/qos-group/qos-group-value", qos["qos_group"])
         pm = _sub(policy, XE_POLICY, "policy-map", **rep)
         _sub(pm, XE_POLICY, "name", names.output_policy)
         cls = _sub(pm, XE_POLICY, "class")
         _sub(cls, XE_POLICY, "name", names.group_class_map)
         act = _sub(cls, XE_POLICY, "action-list")
         _sub(act, XE_POLICY, "action-type", "priority")
-        _sub(_sub(act, XE_POLICY, "priority"), XE_POLICY, "level", qos["priority_level"])
+        _path(act, XE_POLICY, "priority/level", qos["priority_level"])
         return native
     group = qos["qos_group"]
     system = ET.Element(_q(NX, "System"))
     ipqos = _sub(system, NX, "ipqos-items")
     dflt = _sub(ipqos, NX, "dflt-items")
-    cmap = _sub(_sub(_sub(dflt, NX, "c-items"), NX, "name-items"), NX, "CMapInst-list", **rep)
+    cmap = _path(dflt, NX, "c-items/name-items/CMapInst-list", **rep)
     _sub(cmap, NX, "name", names.class_map)
     _sub(cmap, NX, "matchType", "match-all")
-    _sub(_sub(_sub(cmap, NX, "dscp-items"), NX, "Dscp-list"), NX, "val", qos["dscp"])
-    pmap = _sub(_sub(_sub(dflt, NX, "p-items"), NX, "name-items"), NX, "PMapInst-list", **rep)
+    _path(cmap, NX, "dscp-items/Dscp-list/val", qos["dscp"])
+    pmap = _path(dflt, NX, "p-items/name-items/PMapInst-list", **rep)
     _sub(pmap, NX, "name", names.input_policy)
-    mc = _sub(_sub(pmap, NX, "cmap-items"), NX, "MatchCMap-list")
+    mc = _path(pmap, NX, "cmap-items/MatchCMap-list")
     _sub(mc, NX, "name", names.class_map)
-    _sub(_sub(mc, NX, "setGrp-items"), NX, "id", group)
-    ifs = _sub(_sub(_sub(dflt, NX, "policy-items"), NX, "in-items"), NX, "intf-items")
+    _path(mc, NX, "setGrp-items/id", group)
+    ifs = _path(dflt, NX, "policy-items/in-items/intf-items")
     for name in interfaces:
         entry = _sub(ifs, NX, "If-list", **rep)
         _sub(entry, NX, "name", interface_parts(platform, name)[1])
-        _sub(_sub(entry, NX, "pmap-items"), NX, "name", names.input_policy)
+        _path(entry, NX, "pmap-items/name", names.input_policy)
     nw = _sub(ipqos, NX, "nw-items")
-    pmap = _sub(_sub(_sub(nw, NX, "p-items"), NX, "name-items"), NX, "PMapInst-list", **rep)
+    pmap = _path(nw, NX, "p-items/name-items/PMapInst-list", **rep)
     _sub(pmap, NX, "name", names.network_qos_policy)
-    mc = _sub(_sub(pmap, NX, "cmap-items"), NX, "MatchCMap-list")
+    mc = _path(pmap, NX, "cmap-items/MatchCMap-list")
     _sub(mc, NX, "name", f"c-8q-nq{group}")
-    _sub(_sub(mc, NX, "pause-items"), NX, f"pfcCos{qos['cos']}", "true")
-    _sub(_sub(mc, NX, "mtu-items"), NX, "value", qos["mtu"])
-    sys_items = _sub(_sub(_sub(nw, NX, "policy-items"), NX, "in-items"), NX, "sys-items")
-    _sub(_sub(sys_items, NX, "pmap-items", **rep), NX, "name", names.network_qos_policy)
+    _path(mc, NX, f"pause-items/pfcCos{qos['cos']}", "true")
+    _path(mc, NX, "mtu-items/value", qos["mtu"])
+    _path(
+        _path(nw, NX, "policy-items/in-items/sys-items/pmap-items", **rep),
+        NX,
+        "name",
+        names.network_qos_policy,
+    )
     queuing = _sub(ipqos, NX, "queuing-items")
-    pmap = _sub(_sub(_sub(queuing, NX, "p-items"), NX, "name-items"), NX, "PMapInst-list", **rep)
+    pmap = _path(queuing, NX, "p-items/name-items/PMapInst-list", **rep)
     _sub(pmap, NX, "name", names.output_policy)
-    mc = _sub(_sub(pmap, NX, "cmap-items"), NX, "MatchCMap-list")
+    mc = _path(pmap, NX, "cmap-items/MatchCMap-list")
     _sub(mc, NX, "name", f"c-out-8q-q{group}")
-    _sub(_sub(mc, NX, "prio-items"), NX, "level", qos["priority_level"])
+    _path(mc, NX, "prio-items/level", qos["priority_level"])
     if qos["ecn"]:
         rd = _sub(mc, NX, "RandDet-items")
         for tag, value in (
@@ -333,14 +344,18 @@ def data_tree(
             ("ecn", "true"),
         ):
             _sub(rd, NX, tag, value)
-    sys_items = _sub(_sub(_sub(queuing, NX, "policy-items"), NX, "out-items"), NX, "sys-items")
-    _sub(_sub(sys_items, NX, "pmap-items", **rep), NX, "name", names.output_policy)
-    phys = _sub(_sub(system, NX, "intf-items"), NX, "phys-items")
+    _path(
+        _path(queuing, NX, "policy-items/out-items/sys-items/pmap-items", **rep),
+        NX,
+        "name",
+        names.output_policy,
+    )
+    phys = _path(system, NX, "intf-items/phys-items")
     for name in interfaces:
         entry = _sub(phys, NX, "PhysIf-list")
         _sub(entry, NX, "id", interface_parts(platform, name)[1])
         _sub(entry, NX, "mtu", qos["mtu"])
-        _sub(_sub(entry, NX, "priorflowctrl-items"), NX, "mode", PFC_MODE_ON)
+        _path(entry, NX, "priorflowctrl-items/mode", PFC_MODE_ON)
     return system
 
 
@@ -356,46 +371,25 @@ def get_filter(platform: str, interfaces: list[str], names: Names) -> str:
             _sub(entry, XE_POLICY, "service-policy")
         policy = _sub(native, XE, "policy")
         for cm in (names.class_map, names.group_class_map):
-            _sub(_sub(policy, XE_POLICY, "class-map"), XE_POLICY, "name", cm)
+            _path(policy, XE_POLICY, "class-map/name", cm)
         for pm in (names.input_policy, names.output_policy):
-            _sub(_sub(policy, XE_POLICY, "policy-map"), XE_POLICY, "name", pm)
+            _path(policy, XE_POLICY, "policy-map/name", pm)
         return ET.tostring(native, encoding="unicode")
     system = ET.Element(_q(NX, "System"))
     ipqos = _sub(system, NX, "ipqos-items")
-    dflt = _sub(ipqos, NX, "dflt-items")
-    _sub(
-        _sub(_sub(_sub(dflt, NX, "c-items"), NX, "name-items"), NX, "CMapInst-list"),
-        NX,
-        "name",
-        names.class_map,
-    )
-    _sub(
-        _sub(_sub(_sub(dflt, NX, "p-items"), NX, "name-items"), NX, "PMapInst-list"),
-        NX,
-        "name",
-        names.input_policy,
-    )
-    _sub(_sub(dflt, NX, "policy-items"), NX, "in-items")
-    nw = _sub(ipqos, NX, "nw-items")
-    _sub(
-        _sub(_sub(_sub(nw, NX, "p-items"), NX, "name-items"), NX, "PMapInst-list"),
-        NX,
-        "name",
-        names.network_qos_policy,
-    )
-    _sub(_sub(_sub(nw, NX, "policy-items"), NX, "in-items"), NX, "sys-items")
-    queuing = _sub(ipqos, NX, "queuing-items")
-    _sub(
-        _sub(_sub(_sub(queuing, NX, "p-items"), NX, "name-items"), NX, "PMapInst-list"),
-        NX,
-        "name",
-        names.output_policy,
-    )
-    _sub(_sub(_sub(queuing, NX, "policy-items"), NX, "out-items"), NX, "sys-items")
-    phys = _sub(_sub(_sub(system, NX, "intf-items"), NX, "phys-items"), NX, "PhysIf-list")
-    _sub(phys, NX, "id")
-    _sub(phys, NX, "mtu")
-    _sub(phys, NX, "priorflowctrl-items")
+    for kind, policy, attach in (
+        ("dflt-items", names.input_policy, "policy-items/in-items"),
+        ("nw-items", names.network_qos_policy, "policy-items/in-items/sys-items"),
+        ("queuing-items", names.output_policy, "policy-items/out-items/sys-items"),
+    ):
+        container = _sub(ipqos, NX, kind)
+        if kind == "dflt-items":
+            _path(container, NX, "c-items/name-items/CMapInst-list/name", names.class_map)
+        _path(container, NX, "p-items/name-items/PMapInst-list/name", policy)
+        _path(container, NX, attach)
+    phys = _path(system, NX, "intf-items/phys-items/PhysIf-list")
+    for tag in ("id", "mtu", "priorflowctrl-items"):
+        _sub(phys, NX, tag)
     return ET.tostring(system, encoding="unicode")
 
 

@@ -8,6 +8,7 @@ dcb state (nic_qos in check mode). Pure Python.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -101,8 +102,6 @@ def markdown(section: dict[str, Any]) -> list[str]:
 
 def host_input(raw: dict[str, Any], parse_env: Any) -> dict[str, Any]:
     """A host's raw reads (env file text, `ip -j link` JSON text, nic_qos ports) as qos_section wants them."""
-    import json
-
     env = parse_env(raw.get("env") or "") if raw.get("env") else {}
     try:
         links = {link.get("ifname"): link for link in json.loads(raw.get("links") or "[]")}
