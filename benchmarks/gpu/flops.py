@@ -40,5 +40,60 @@ def qwen2_matmul_params(
 QWEN15B = {"vocab": 151936, "d": 1536, "layers": 28, "ffn": 8960, "heads": 12, "kv_heads": 2}
 
 
+# GLM-4.5-Air's layer (hidden 4096, 96 query / 8 KV heads of 128, experts of 1408, top-8 of the routed experts
+# plus one shared, layer 0 dense, vocabulary 151552, untied) with 8 layers and 32 routed experts instead of 46
+# and 128: 6.2 B parameters, 2.7 B active per token, so LoRA training fits one 80 GB GPU.
+GLM_1GPU = {
+    "num_hidden_layers": 8,
+    "n_routed_experts": 32,
+    # GLM-4.5-Air's config.json values where Glm4MoeConfig's defaults differ (head_dim would be 4096 // 96)
+    "head_dim": 128,
+    "attention_bias": True,
+}
+# the CPU smoke test's shape
+TINY_GLM = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "moe_intermediate_size": 32,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "vocab_size": 256,
+}
+# the rest of the shape is Glm4MoeConfig's default (GLM-4.5-Air); spelled out for the FLOP count, which
+# leaves out biases and norms
+GLM_AIR = {
+    "vocab_size": 151552,
+    "hidden_size": 4096,
+    "intermediate_size": 10944,
+    "moe_intermediate_size": 1408,
+    "num_attention_heads": 96,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "num_experts_per_tok": 8,
+    "n_shared_experts": 1,
+    "first_k_dense_replace": 1,
+    "num_hidden_layers": 46,
+    "n_routed_experts": 128,
+}
+
+
+def glm4_moe_active_matmul_params(cfg: dict[str, int]) -> int:
+    """Matmul weights one token passes through in a Glm4Moe model: attention, the dense MLP of the first
+    layers, the router, top-k routed experts and the shared ones, the untied lm_head (no biases, no norms;
+    the input embedding is a lookup)."""
+    c = {**GLM_AIR, **cfg}
+    d, hd = c["hidden_size"], c["head_dim"]
+    attn = d * c["num_attention_heads"] * hd * 2 + 2 * d * c["num_key_value_heads"] * hd
+    dense = 3 * d * c["intermediate_size"]
+    expert = 3 * d * c["moe_intermediate_size"]
+    moe = d * c["n_routed_experts"] + (c["num_experts_per_tok"] + c["n_shared_experts"]) * expert
+    layers, first = c["num_hidden_layers"], c["first_k_dense_replace"]
+    return layers * attn + first * dense + (layers - first) * moe + c["vocab_size"] * d
+
+
 def mfu(tokens_per_s_per_gpu: float, flops_per_token: float) -> float:
     return tokens_per_s_per_gpu * flops_per_token / H100_H200_BF16_PEAK

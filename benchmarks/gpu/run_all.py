@@ -36,7 +36,17 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 TRAINER_SRC = REPO / "files" / "trainer"
 sys.path.insert(0, str(HERE))
-from flops import QWEN15B, gpt2_matmul_params, gpt_flops_per_token, mfu, qwen2_matmul_params  # noqa: E402
+from flops import (  # noqa: E402
+    GLM_1GPU,
+    GLM_AIR,
+    QWEN15B,
+    TINY_GLM,
+    glm4_moe_active_matmul_params,
+    gpt2_matmul_params,
+    gpt_flops_per_token,
+    mfu,
+    qwen2_matmul_params,
+)
 
 # The device machine's rule: no NVLink multicast anywhere (it can take the host's shared GPUs down).
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -64,6 +74,7 @@ class Run:
     info: dict[str, Any] = field(default_factory=dict)
     fallback: Run | None = None  # run instead when this one fails (e.g. out of memory)
     env: dict[str, str] = field(default_factory=dict)  # extra environment of this row's processes
+    skip: int | None = None  # trainer steps left out of the rate (None: --trainer-skip)
 
 
 def child_env(gpus: int, device: str) -> dict[str, str]:
@@ -399,6 +410,30 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
             pair="trainer gpt2 ddp 1gpu",
         ),
     ]
+    runs += glm_runs(a)
+    # the SDPA kernel: cuDNN's fused attention first (train.attention), against the rows above
+    cud = ["train.attention=cudnn"]
+    runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} cudnn", "gpt2", 1, [*gb_sets, *cud], fpt))
+    r = trainer_run(a, f"exp trainer gpt2 ddp 2gpu gb{gb} cudnn", "gpt2", 2, [*gb_sets, *cud], fpt)
+    r.pair = f"exp trainer gpt2 ddp 1gpu gb{gb} cudnn"
+    runs.append(r)
+    for strat, sets in (("fsdp2", fsdp2), ("zero3", zero3)):
+        runs.append(
+            trainer_run(a, f"exp trainer qwen1.5b {strat} 2gpu cudnn", "qwen1_5b", 2, [*sets, *cud], qfpt)
+        )
+    m24 = ["train.micro_batch_size=24", "train.global_batch_size=48"]
+    runs.append(
+        trainer_run(
+            a, "exp trainer qwen1.5b fsdp2 2gpu cudnn micro24", "qwen1_5b", 2, [*fsdp2, *cud, *m24], qfpt
+        )
+    )
+    gprof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
+    for label, extra in (("", []), (" cudnn", cud)):
+        r = trainer_run(
+            a, f"exp profile gpt2 1gpu gb{gb}{label}", "gpt2", 1, [*gb_sets, *extra, "train.steps=6"], fpt
+        )
+        r.cmd = [py, *gprof, *r.cmd[r.cmd.index("--recipe") :]]
+        runs.append(r)
     if a.gpus < 2:
         runs = [r for r in runs if r.gpus == 1]
     # most important first: a run cut by --budget loses the least
@@ -406,6 +441,67 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     first += ["trainer qwen1.5b fsdp2 2gpu", "trainer qwen1.5b zero3 2gpu"]
     first += [f"trainer gpt2 ddp 1gpu gb{gb}", f"trainer gpt2 ddp 2gpu gb{gb}"]
     return sorted(runs, key=lambda r: first.index(r.name) if r.name in first else len(first))
+
+
+def glm_runs(a: argparse.Namespace) -> list[Run]:
+    """GLM-4.5-Air architecture at a one-GPU shape, LoRA + bf16 + gradient checkpointing.
+
+    The project's trainer (recipe glm, FSDP2 on one GPU) against peft + the Hugging Face Trainer: same model,
+    same adapters, same batch.
+    """
+    shape = TINY_GLM if a.tiny else GLM_1GPU
+    c = {**GLM_AIR, **shape}
+    layers, first = c["num_hidden_layers"], c["first_k_dense_replace"]
+    # LoRA tensors (A and B): 4 attention projections per layer, 3 dense MLP projections in the first
+    # layers, 3 per shared expert in the others
+    expect = 2 * (4 * layers + 3 * first + 3 * c["n_shared_experts"] * (layers - first))
+    seq, micro, accum = a.glm_seq, a.glm_micro, a.glm_accum
+    fpt = gpt_flops_per_token(
+        glm4_moe_active_matmul_params(shape), layers, c["num_attention_heads"] * c["head_dim"], seq
+    )
+    sets = [
+        "model.path=null",
+        "model.init=random",
+        "model.model_type=glm4_moe",
+        f"model.config={json.dumps(shape)}",
+        "tokenizer.kind=byte",
+        "tokenizer.path=null",
+        "data.kind=synthetic",
+        "data.eval_path=null",
+        f"data.seq_len={seq}",
+        f"train.micro_batch_size={micro}",
+        f"train.global_batch_size={micro * accum}",
+        f"train.steps={a.glm_steps}",
+        "train.warmup_steps=2",
+        f"train.log_every={a.glm_log_every}",
+        f"lora.expected_trainable_tensors={expect}",
+        "cluster.nodes=1",
+    ]
+    if a.device == "cpu":
+        sets += ["train.precision=auto", "model.dtype=float32"]
+    base = [
+        str(HERE / "hf_peft_baseline.py"),
+        "--seq",
+        str(seq),
+        "--batch",
+        str(micro),
+        "--accum",
+        str(accum),
+    ]
+    base += ["--steps", str(a.glm_hf_steps), "--warmup", str(a.glm_hf_warmup), "--device", a.device]
+    base += ["--expect-trainable", str(expect), *(["--tiny"] if a.tiny else [])]
+    runs = [
+        trainer_run(a, "trainer glm-arch lora 1gpu", "glm", 1, sets, fpt),
+        trainer_run(
+            a, "exp trainer glm-arch lora 1gpu cudnn", "glm", 1, [*sets, "train.attention=cudnn"], fpt
+        ),
+        trainer_run(
+            a, "exp trainer glm-arch lora 1gpu compile", "glm", 1, [*sets, "train.compile=true"], fpt
+        ),
+    ]
+    for r in runs:
+        r.skip = a.glm_skip
+    return [*runs[:1], Run("hf_peft glm-arch lora 1gpu", [sys.executable, *base], 1, fpt), *runs[1:]]
 
 
 def selected(a: argparse.Namespace, run: Run) -> bool:
@@ -470,7 +566,7 @@ def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
     else:
         mf = run.trainer_dir / "metrics.jsonl"
         if mf.is_file():
-            row.update(trainer_steady(mf, a.trainer_skip))
+            row.update(trainer_steady(mf, a.trainer_skip if run.skip is None else run.skip))
             if a.out:  # one file for all rows: the device machine returns at most 8 files
                 with open(Path(a.out) / "trainer_metrics.jsonl", "a") as fh:
                     for line in mf.read_text().splitlines():
@@ -537,6 +633,14 @@ def main() -> None:
     ap.add_argument("--qwen-steps", type=int, default=25)
     ap.add_argument("--qwen-log-every", type=int, default=5)
     ap.add_argument("--qwen-set", action="append", default=[], help="extra --set for both qwen runs")
+    ap.add_argument("--glm-seq", type=int, default=4096)
+    ap.add_argument("--glm-micro", type=int, default=2)
+    ap.add_argument("--glm-accum", type=int, default=2, help="micro-batches per optimizer step")
+    ap.add_argument("--glm-steps", type=int, default=12, help="steps of the trainer's glm rows")
+    ap.add_argument("--glm-log-every", type=int, default=2)
+    ap.add_argument("--glm-skip", type=int, default=4, help="glm steps left out of the trainer's rate")
+    ap.add_argument("--glm-hf-steps", type=int, default=8)
+    ap.add_argument("--glm-hf-warmup", type=int, default=4)
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
     only_help = "comma-separated substrings of row names (=NAME: exactly that row), run in that order"
     ap.add_argument("--only", default="", help=only_help)
@@ -560,6 +664,8 @@ def main() -> None:
         a.qwen_steps, a.qwen_log_every = 3, 1
         a.acc_steps, a.acc_trainer_steps, a.recipe_global_batch, a.trainer_log_every = 1, 2, 8, 1
         a.recipe_micro = 2
+        a.glm_seq, a.glm_micro, a.glm_steps, a.glm_log_every, a.glm_skip = 32, 1, 3, 1, 1
+        a.glm_hf_steps, a.glm_hf_warmup = 2, 1
     if a.list:
         scratch = tempfile.mkdtemp()
         a.scratch = scratch

@@ -240,14 +240,28 @@ def count_params(model: nn.Module) -> int:
     return total
 
 
+def _lookup_only_params(model: nn.Module) -> int:
+    """The input embedding table when it is not also the lm_head: a lookup, no matmul FLOPs."""
+    hf: Any = model.hf if isinstance(model, HFCausalLM) else None
+    if hf is None:
+        return 0
+    inp, out = hf.get_input_embeddings(), hf.get_output_embeddings()
+    if inp is None or (out is not None and out.weight is inp.weight):
+        return 0
+    return int(getattr(inp.weight, "ds_numel", inp.weight.numel()))
+
+
 def flops_per_token(model: nn.Module, seq_len: int) -> float:
-    """Training FLOPs per token: 6 * (active, non-positional) params + attention (12 * L * d * T)."""
+    """Training FLOPs per token: 6 * (active matmul) params + attention (12 * L * d * T).
+
+    Lookup tables (GPT-2's positions, an untied input embedding) do no matmul and are left out.
+    """
     if isinstance(model, GPT):
         c = model.config
         n_gpt = count_params(model) - model.wpe.weight.numel()
         return 6.0 * n_gpt + 12.0 * c.n_layer * c.n_embd * seq_len
     cfg = getattr(model, "config", None)
-    n = float(count_params(model))
+    n = float(count_params(model)) - _lookup_only_params(model)
     if cfg is None:
         return 6.0 * n
     experts = getattr(cfg, "n_routed_experts", None) or getattr(cfg, "num_experts", None)

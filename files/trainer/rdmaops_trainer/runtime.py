@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -92,3 +95,39 @@ def shutdown_distributed() -> None:
         # gloo sometimes aborts in destroy_process_group unless every rank got here first.
         dist.barrier()
         dist.destroy_process_group()
+
+
+def attention_order(name: str) -> list[Any]:
+    """SDPA backends in the order torch tries them for ``train.attention`` (empty: torch's default)."""
+    from torch.nn.attention import SDPBackend
+
+    preferred = {
+        "flash": SDPBackend.FLASH_ATTENTION,
+        "cudnn": SDPBackend.CUDNN_ATTENTION,
+        "efficient": SDPBackend.EFFICIENT_ATTENTION,
+        "math": SDPBackend.MATH,
+    }
+    if name == "auto":
+        return []
+    if name not in preferred:
+        raise RecipeError(f"train.attention: {name!r} is not one of auto, {', '.join(preferred)}")
+    first = preferred[name]
+    # the rest keep torch's own relative order, so an input the first kernel refuses still runs
+    rest = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION]
+    return [first, *(b for b in rest if b != first), *([] if first == SDPBackend.MATH else [SDPBackend.MATH])]
+
+
+@contextlib.contextmanager
+def attention_backends(name: str) -> Iterator[None]:
+    """Prefer ``train.attention``'s kernel for every SDPA call inside (forward, backward, compile traces).
+
+    torch's default order puts cuDNN attention last (after math), so it is never picked unless asked for.
+    """
+    order = attention_order(name)
+    if not order:
+        yield
+        return
+    from torch.nn.attention import sdpa_kernel
+
+    with sdpa_kernel(order, set_priority=True):
+        yield

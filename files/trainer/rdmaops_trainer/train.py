@@ -13,7 +13,7 @@ from .config import Recipe
 from .data import StepSampler, eval_batches, load_datasets
 from .metrics import MetricsLogger, peak_flops, peak_memory_gb, plot_loss
 from .models import build_model, count_params, enable_gradient_checkpointing, flops_per_token
-from .runtime import Runtime
+from .runtime import Runtime, attention_backends
 from .strategies import Strategy, get_strategy
 from .tokenizer import build_tokenizer
 
@@ -41,8 +41,35 @@ def _model_vocab(recipe: Recipe) -> int:
     return int(hf_config(recipe).vocab_size)
 
 
+def fits_on_device(need_bytes: int, free_bytes: int) -> bool:
+    """A full model may be built on the GPU when it takes at most half of the free memory (the other
+    half: activations, gradients and optimizer state, and for FSDP2 the shards made from it)."""
+    return need_bytes <= free_bytes // 2
+
+
+def build_device(recipe: Recipe, rt: Runtime, strategy: Strategy, vocab: int) -> torch.device | str:
+    """Where this rank builds its model.
+
+    A random init runs on the GPU when the strategy takes such a model and it fits: on the CPU it is slow (a
+    6.2 B-parameter GLM-architecture model had not started training after 220 s on a 16-core GPU machine;
+    the same init on its H100 takes seconds). Pretrained weights and models too big for the GPU are built
+    on the CPU.
+    """
+    if not (rt.is_cuda and recipe.model.init == "random" and strategy.takes_device_model()):
+        return "cpu"
+    shapes = build_model(recipe, vocab_size=vocab, device="meta")
+    need = sum(p.numel() * p.element_size() for p in shapes.parameters())
+    free, _total = torch.cuda.mem_get_info(rt.device)
+    return rt.device if fits_on_device(need, free) else "cpu"
+
+
 def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
     """Train (or resume) the recipe; the process group must exist. Returns a summary (every rank)."""
+    with attention_backends(recipe.train.attention):
+        return _run(recipe, rt)
+
+
+def _run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     out = recipe.output_dir
@@ -53,8 +80,9 @@ def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
     vocab = tok.vocab_size if tok is not None else _model_vocab(recipe)
     train_data, eval_data = load_datasets(recipe, tok, vocab)
 
+    where = "meta" if strategy.build_on_meta() else build_device(recipe, rt, strategy, vocab)
     with strategy.init_context():
-        model = build_model(recipe, vocab_size=vocab, device="meta" if strategy.build_on_meta() else "cpu")
+        model = build_model(recipe, vocab_size=vocab, device=where)
     n_params = count_params(model)
     fpt = flops_per_token(model, recipe.data.seq_len)
     if recipe.lora.enabled:

@@ -150,7 +150,8 @@ def test_qwen14b_recipe_builds_a_reduced_qwen2_from_config() -> None:
     x = torch.randint(0, 300, (2, 16))
     loss = model(x, torch.roll(x, -1, 1))
     assert torch.isfinite(loss) and abs(loss.item() - math.log(300)) < 0.5
-    assert flops_per_token(model, 16) > 6 * count_params(model)
+    # untied: the input embedding is a lookup, left out; the lm_head is a matmul, counted
+    assert flops_per_token(model, 16) == 6 * (count_params(model) - 300 * 64) + 12 * 2 * 4 * 16 * 16
 
 
 def test_glm_recipe_builds_a_reduced_glm4_moe_from_config() -> None:
@@ -210,3 +211,76 @@ def test_hf_tokenizer_from_local_path_with_chat_template(tmp_path: Path) -> None
     )
     train, _evl = load_datasets(r, hf, hf.vocab_size)
     assert int(train.tokens.max()) < hf.vocab_size
+
+
+# --------------------------------------------------------------------------- train.attention
+
+
+@pytest.mark.parametrize("name", ["flash", "cudnn", "efficient", "math"])
+def test_attention_order_puts_the_chosen_kernel_first_and_keeps_fallbacks(name: str) -> None:
+    from rdmaops_trainer.runtime import attention_order
+    from torch.nn.attention import SDPBackend
+
+    order = attention_order(name)
+    assert order[0].name.lower().startswith(name)
+    assert len(order) == len(set(order)) == 4  # every kernel, once: an input the first refuses still runs
+    assert SDPBackend.MATH in order
+
+
+def test_attention_backends_set_torch_priority_only_inside() -> None:
+    from rdmaops_trainer.runtime import attention_backends
+    from torch.nn.attention import SDPBackend
+
+    before = torch._C._get_sdp_priority_order()
+    assert before[0] != int(SDPBackend.CUDNN_ATTENTION)
+    with attention_backends("cudnn"):
+        assert torch._C._get_sdp_priority_order()[0] == int(SDPBackend.CUDNN_ATTENTION)
+        assert torch.backends.cuda.cudnn_sdp_enabled() and torch.backends.cuda.flash_sdp_enabled()
+    assert torch._C._get_sdp_priority_order() == before
+    with attention_backends("auto"):  # torch's own order, untouched
+        assert torch._C._get_sdp_priority_order() == before
+
+
+def test_attention_rejects_an_unknown_kernel_by_name() -> None:
+    from rdmaops_trainer.runtime import attention_order
+
+    with pytest.raises(RecipeError, match=r"train\.attention: 'flash3' is not one of"):
+        attention_order("flash3")
+    with pytest.raises(RecipeError, match=r"train\.attention"):
+        load_recipe("tiny", ["train.attention=flash3"])
+
+
+# --------------------------------------------------------------------------- where the model is built
+
+
+def test_a_random_init_is_built_on_the_gpu_only_when_it_fits_in_half_the_free_memory() -> None:
+    from rdmaops_trainer.train import fits_on_device
+
+    gib = 2**30
+    assert fits_on_device(12 * gib, 70 * gib)  # the 6.2 B GLM-architecture row on an 80 GB H100
+    assert not fits_on_device(36 * gib, 70 * gib)
+    assert fits_on_device(35 * gib, 70 * gib)
+
+
+STRATEGIES = ("ddp", "fsdp2", "zero3", "pipeline")
+
+
+def test_cpu_runs_and_strategies_that_cannot_take_a_gpu_model_build_on_the_cpu() -> None:
+    from rdmaops_trainer.runtime import resolve_runtime
+    from rdmaops_trainer.strategies import get_strategy
+    from rdmaops_trainer.train import build_device
+
+    r = load_recipe("tiny", ["cluster.device=cpu", "cluster.nodes=1", "cluster.procs_per_node=1"])
+    rt = resolve_runtime(r)
+    assert build_device(r, rt, get_strategy("ddp")(r, rt), 256) == "cpu"
+    from rdmaops_trainer.strategies.base import Strategy
+
+    overrides = {n: get_strategy(n).takes_device_model is not Strategy.takes_device_model for n in STRATEGIES}
+    assert overrides == {"ddp": True, "fsdp2": True, "zero3": False, "pipeline": False}
+    # FSDP2 with pretrained weights on several ranks: rank 0 reads them on the CPU and broadcasts
+    import dataclasses
+
+    assert get_strategy("fsdp2")(r, rt).takes_device_model()
+    glm = load_recipe("glm", ["cluster.nodes=1", "cluster.procs_per_node=2"])
+    two = dataclasses.replace(rt, world_size=2)
+    assert not get_strategy("fsdp2")(glm, two).takes_device_model()

@@ -94,9 +94,14 @@ class Strategy(abc.ABC):
         fills the weights (e.g. broadcast from rank 0), so a node does not hold one full copy per rank."""
         return False
 
+    def takes_device_model(self) -> bool:
+        """True: ``prepare`` also takes a model built on this rank's GPU (see ``train.build_device``)."""
+        return False
+
     @abc.abstractmethod
     def prepare(self, model: nn.Module) -> None:
-        """Take ownership of ``model`` (CPU, fp32): move, shard or wrap it, then create ``self.optimizer``."""
+        """Take ownership of ``model`` (fp32; on the CPU, or on this rank's GPU where ``takes_device_model``):
+        move, shard or wrap it, then create ``self.optimizer``."""
 
     def build_optimizer(
         self, params: Iterator[tuple[str, nn.Parameter]] | None = None

@@ -17,6 +17,9 @@ from .base import Batch, Strategy
 class DDPStrategy(Strategy):
     name = "ddp"
 
+    def takes_device_model(self) -> bool:
+        return True
+
     def prepare(self, model: nn.Module) -> None:
         self.raw = model.to(self.rt.device)
         opts = self.recipe.strategy.ddp

@@ -32,6 +32,10 @@ class FSDP2Strategy(Strategy):
     def build_on_meta(self) -> bool:
         return self._broadcast_init and self.rt.rank != 0
 
+    def takes_device_model(self) -> bool:
+        # fully_shard shards a CUDA model in place; a broadcast init keeps rank 0's copy on the CPU
+        return not self._broadcast_init
+
     def prepare(self, model: nn.Module) -> None:
         # trainable weights train in fp32 (frozen LoRA bases may stay bf16)
         for p in model.parameters():
