@@ -62,3 +62,20 @@ def test_qwen2_formula_matches_transformers() -> None:
 def test_qwen15b_size() -> None:
     # Qwen2.5-1.5B has 1.54B parameters (tied embeddings)
     assert flops.qwen2_matmul_params(**flops.QWEN15B) == 1_543_714_304
+
+
+def test_glm4_moe_formula_matches_transformers_active_weights() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.AutoConfig.for_model("glm4_moe", **flops.GLM_1GPU)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    k, e = cfg.num_experts_per_tok, cfg.n_routed_experts
+    active = 0.0
+    for name, p in model.named_parameters():
+        if p.dim() < 2 or name.endswith("embed_tokens.weight"):  # norms, biases, the lookup table
+            continue
+        active += p.numel() * (k / e if ".mlp.experts." in name else 1.0)
+    assert flops.glm4_moe_active_matmul_params(flops.GLM_1GPU) == active
+    # the shape of the benchmark row: 6.2 B parameters, 2.7 B of them active per token
+    assert sum(p.numel() for p in model.parameters()) == pytest.approx(6.25e9, rel=1e-2)
+    assert active == pytest.approx(2.72e9, rel=1e-2)
