@@ -9,6 +9,12 @@ Pure Python; the formats are iproute2's (dcb/dcb_pfc.c, dcb/dcb_app.c, lib/json_
     dcb -j app show dev D  ->  {"dscp_prio":[[26,3],...], ...}   ({} with an empty table)
 
 A port whose driver has no DCB support answers "Attribute read: Operation not supported" (rc 1).
+
+Trust DSCP: no NIC driver implements dcbnl's apptrust operations (``dcb apptrust``, iproute2 6.2+; only the
+sparx5 and lan966x switch chips and DSA do), and Debian 12 and Ubuntu 24.04 ship iproute2 6.1, which has no
+such command. A ConnectX port (mlx5) switches to DSCP trust when its first DSCP APP entry is added and back
+to PCP when the last is removed (mlx5e_dcbnl_ieee_setapp/delapp in the kernel's mlx5 en_dcbnl.c), so the APP
+entry below is what makes the NIC trust DSCP; ``trust_dscp`` reports it.
 """
 
 from __future__ import annotations
@@ -43,7 +49,13 @@ class PortDcb:
             "pfc_enabled": [i for i, on in enumerate(self.pfc) if on],
             "pfc_cap": self.pfc_cap,
             "dscp_prio": {str(k): v for k, v in sorted(self.dscp_prio.items())},
+            "trust_dscp": self.trust_dscp,
         }
+
+    @property
+    def trust_dscp(self) -> bool:
+        """DSCP trust as mlx5 sets it: on while the APP table holds a DSCP entry (module docstring)."""
+        return self.supported and bool(self.dscp_prio)
 
 
 def unsupported(rc: int, stderr: str) -> bool:

@@ -53,11 +53,16 @@ EXAMPLES = r"""
 
 RETURN = r"""
 ports:
-  description: Per port, the state after the run (C(supported), C(pfc_enabled), C(dscp_prio)).
+  description:
+    - Per port, the state after the run (C(supported), C(pfc_enabled), C(dscp_prio), C(trust_dscp)).
+    - C(trust_dscp) is true while the APP table holds a DSCP entry, which is when a ConnectX (mlx5) port
+      trusts DSCP; NIC drivers have no C(dcb apptrust).
   returned: always
   type: list
   elements: dict
-  sample: [{"dev": "ens1f0np0", "supported": true, "pfc_enabled": [3], "dscp_prio": {"26": [3]}}]
+  sample:
+    - {"dev": "ens1f0np0", "supported": true, "pfc_enabled": [3], "dscp_prio": {"26": [3]},
+       "trust_dscp": true}
 commands:
   description: The dcb commands run (or, in check mode, that would run).
   returned: always

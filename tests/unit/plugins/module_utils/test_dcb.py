@@ -28,6 +28,12 @@ def test_a_configured_port_needs_nothing() -> None:
     port = _port("pfc-show.roce.json", "app-show.roce.json")
     assert port.as_dict()["pfc_enabled"] == [3] and port.dscp_prio == {26: [3], 46: [5]}
     assert dcb.wanted_changes(port, 26, 3) == [] and dcb.verdict(port, 26, 3) == []
+    assert port.as_dict()["trust_dscp"] is True  # a DSCP APP entry: mlx5 trusts DSCP
+
+
+def test_trust_dscp_follows_the_app_table_as_mlx5_does() -> None:
+    assert _port("pfc-show.default.json", "app-show.empty.json").trust_dscp is False
+    assert dcb.PortDcb("data0", False, reason="no DCB", dscp_prio={26: [3]}).trust_dscp is False
 
 
 def test_a_default_port_gets_pfc_and_the_dscp_mapping() -> None:
