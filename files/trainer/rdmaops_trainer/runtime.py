@@ -121,7 +121,8 @@ def attention_order(name: str) -> list[Any]:
 def attention_backends(name: str) -> Iterator[None]:
     """Prefer ``train.attention``'s kernel for every SDPA call inside (forward, backward, compile traces).
 
-    torch's default order puts cuDNN attention last (after math), so it is never picked unless asked for.
+    torch's default order differs between versions (2.13 lists cuDNN after math; 2.11 ran cuDNN's kernel on an
+    H100 without being asked), so a recipe that wants one kernel names it.
     """
     order = attention_order(name)
     if not order:
