@@ -427,6 +427,13 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
             a, "exp trainer qwen1.5b fsdp2 2gpu cudnn micro24", "qwen1_5b", 2, [*fsdp2, *cud, *m24], qfpt
         )
     )
+    # larger micro-batches (fewer, bigger kernels; 29 GiB at 64) and inductor's max-autotune (Triton GEMM
+    # templates timed against cuBLAS per shape; minutes of compile)
+    m128 = [*gb_sets, "train.micro_batch_size=128"]
+    runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro128", "gpt2", 1, m128, fpt))
+    r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} max-autotune", "gpt2", 1, gb_sets, fpt)
+    r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
+    runs.append(r)
     gprof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
     for label, extra in (("", []), (" cudnn", cud)):
         r = trainer_run(
