@@ -323,6 +323,13 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         )
         r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]
         runs.append(r)
+    # FSDP2's compute alone: the same model and micro-batch on one GPU (one shard, no communication), so what
+    # holds the 2-GPU row under 60% MFU can be told apart from what the second GPU adds (H200: 141 GB)
+    one = [*fsdp2, f"train.global_batch_size={a.qwen_micro * a.qwen_accum}"]
+    runs.append(trainer_run(a, "exp trainer qwen1.5b fsdp2 1gpu", "qwen1_5b", 1, one, qfpt))
+    r = trainer_run(a, "exp profile qwen1.5b fsdp2 1gpu", "qwen1_5b", 1, [*one, "train.steps=8"], qfpt)
+    r.cmd = [py, *prof, *r.cmd[r.cmd.index("--recipe") :]]
+    runs.append(r)
     z3exp = {
         "eager": [*z3eager, "train.compile=false"],
         "eager per-linear": [*z3eager, "train.compile=false", "strategy.zero3.leaf_blocks=false"],
