@@ -20,8 +20,13 @@ L = TypeVar("L")
 def env() -> dict[str, str]:
     """The environment of the plays the scripts run: this repo's ansible.cfg, plain output."""
     out = dict(os.environ)
+    # ANSIBLE_FORCE_COLOR (molecule sets it for the plays it runs, and we inherit it) wins over NOCOLOR:
+    # a coloured "fatal: [node1]" line no longer starts with "fatal:" (seen in CI)
     out.update(
-        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_DEPRECATION_WARNINGS="False"
+        ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_FORCE_COLOR="0",
+        ANSIBLE_DEPRECATION_WARNINGS="False",
     )
     return out
 
