@@ -167,8 +167,9 @@ class TrainConfig:
     precision: Literal["auto", "bf16", "fp32"] = "auto"
     compile: bool = False
     # scaled-dot-product attention kernel tried first on CUDA; the others stay as fallbacks for inputs it
-    # does not take. auto: torch's own order, which differs between versions (torch 2.11 ran cuDNN's fused
-    # attention on an H100; 2.13 lists cuDNN after math); cudnn: cuDNN's fused attention, FA3-class on Hopper.
+    # does not take. auto: torch's own order, which differs between builds (torch 2.11 ran cuDNN's fused
+    # attention on an H100; 2.13's CPU build lists it after math); cudnn: cuDNN's fused attention,
+    # FlashAttention-3 class on Hopper.
     attention: Literal["auto", "flash", "cudnn", "efficient", "math"] = "auto"
     eval_every: int = 0
     # eval set size in global batches (eval_batches * global_batch_size sequences)

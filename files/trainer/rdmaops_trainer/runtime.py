@@ -121,8 +121,8 @@ def attention_order(name: str) -> list[Any]:
 def attention_backends(name: str) -> Iterator[None]:
     """Prefer ``train.attention``'s kernel for every SDPA call inside (forward, backward, compile traces).
 
-    torch's default order differs between versions (2.13 lists cuDNN after math; 2.11 ran cuDNN's kernel on an
-    H100 without being asked), so a recipe that wants one kernel names it.
+    torch's default order differs between builds (2.13's CPU build lists cuDNN after math; 2.11 ran cuDNN's
+    kernel on an H100 without being asked), so a recipe that wants one kernel names it.
     """
     order = attention_order(name)
     if not order:
