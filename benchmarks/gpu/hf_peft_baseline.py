@@ -8,8 +8,9 @@ random tokens. Timing as hf_trainer_baseline.py: steps after ``--warmup`` only.
 
 peft 0.21 rewrites the MLP targets of a glm4_moe model into ``target_parameters`` on the routed experts
 (peft issue #3711), so that the dense MLP and the shared experts get no adapter. A user who wants the
-recipe's adapters must switch that rewrite off, as done here; the number of adapted tensors is printed and
-checked against ``--expect-trainable`` so both rows train exactly the same adapters.
+recipe's adapters must switch that rewrite off, as done here with the trainer's own
+``rdmaops_trainer.lora.targets_as_given`` (one workaround for both rows); the number of adapted tensors is
+printed and checked against ``--expect-trainable`` so both rows train exactly the same adapters.
 """
 
 from __future__ import annotations
@@ -17,39 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from typing import Any
 
 import torch
 from flops import GLM_1GPU, TINY_GLM, glm4_moe_active_matmul_params, gpt_flops_per_token, mfu
-from hf_trainer_baseline import StepTimer
+from hf_trainer_baseline import RandomTokens, StepTimer
+from rdmaops_trainer.lora import targets_as_given
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 EXCLUDE = r".*\.mlp\.experts\..*"
-
-
-class RandomTokens(torch.utils.data.Dataset):
-    def __init__(self, n: int, seq: int, vocab: int) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.data = torch.randint(0, vocab, (n, seq), generator=g)
-
-    def __len__(self) -> int:
-        return self.data.shape[0]
-
-    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        return {"input_ids": self.data[i], "labels": self.data[i]}
-
-
-def keep_targets_as_given() -> None:
-    """The workaround for peft #3711 (see the module docstring)."""
-    try:
-        from peft.utils import transformers_weight_conversion as conversion
-    except ImportError:  # a peft without the rewrite
-        return
-
-    def keep(peft_config: Any, model: Any, conversions: Any) -> None:
-        return None
-
-    conversion.convert_peft_config_for_transformers = keep
 
 
 def main() -> None:
@@ -80,11 +56,11 @@ def main() -> None:
         model = AutoModelForCausalLM.from_config(
             cfg, dtype=torch.float32 if cpu else torch.bfloat16, attn_implementation="sdpa"
         )
-    keep_targets_as_given()
     lcfg = peft.LoraConfig(
         r=16, lora_alpha=32, lora_dropout=0.05, target_modules=TARGETS, exclude_modules=EXCLUDE, bias="none"
     )
-    model = peft.get_peft_model(model, lcfg)
+    with targets_as_given():  # the workaround for peft #3711, the trainer's own (module docstring)
+        model = peft.get_peft_model(model, lcfg)
     trainable = sum(1 for p in model.parameters() if p.requires_grad)
     if args.expect_trainable and trainable != args.expect_trainable:
         raise SystemExit(f"{trainable} trainable tensors, expected {args.expect_trainable}")
