@@ -112,7 +112,7 @@ def attention_order(name: str) -> list[Any]:
     if name not in preferred:
         raise RecipeError(f"train.attention: {name!r} is not one of auto, {', '.join(preferred)}")
     first = preferred[name]
-    # the rest keep torch's own relative order, so an input the first kernel refuses still runs
+    # the others follow as fallbacks (flash, efficient, cuDNN, math last): what the first refuses still runs
     rest = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION]
     return [first, *(b for b in rest if b != first), *([] if first == SDPBackend.MATH else [SDPBackend.MATH])]
 

@@ -266,20 +266,19 @@ STRATEGIES = ("ddp", "fsdp2", "zero3", "pipeline")
 
 
 def test_cpu_runs_and_strategies_that_cannot_take_a_gpu_model_build_on_the_cpu() -> None:
+    import dataclasses
+
     from rdmaops_trainer.runtime import resolve_runtime
     from rdmaops_trainer.strategies import get_strategy
+    from rdmaops_trainer.strategies.base import Strategy
     from rdmaops_trainer.train import build_device
 
     r = load_recipe("tiny", ["cluster.device=cpu", "cluster.nodes=1", "cluster.procs_per_node=1"])
     rt = resolve_runtime(r)
     assert build_device(r, rt, get_strategy("ddp")(r, rt), 256) == "cpu"
-    from rdmaops_trainer.strategies.base import Strategy
-
     overrides = {n: get_strategy(n).takes_device_model is not Strategy.takes_device_model for n in STRATEGIES}
     assert overrides == {"ddp": True, "fsdp2": True, "zero3": False, "pipeline": False}
     # FSDP2 with pretrained weights on several ranks: rank 0 reads them on the CPU and broadcasts
-    import dataclasses
-
     assert get_strategy("fsdp2")(r, rt).takes_device_model()
     glm = load_recipe("glm", ["cluster.nodes=1", "cluster.procs_per_node=2"])
     two = dataclasses.replace(rt, world_size=2)
