@@ -33,6 +33,21 @@ def unmet_requirements(requirements: Any, installed: Any) -> list[str]:
         raise AnsibleFilterError(str(exc)) from exc
 
 
+def missing_packages(wanted: Any, dpkg_lines: Any) -> list[str]:
+    if isinstance(wanted, str):
+        wanted = [wanted]
+    if isinstance(dpkg_lines, str):
+        dpkg_lines = dpkg_lines.splitlines()
+    try:
+        return stamps.missing_packages(wanted, dpkg_lines or [])
+    except stamps.StampError as exc:
+        raise AnsibleFilterError(f"missing_packages: {exc}") from exc
+
+
 class FilterModule:
     def filters(self) -> dict[str, Callable[..., Any]]:
-        return {"tree_digest": tree_digest, "unmet_requirements": unmet_requirements}
+        return {
+            "tree_digest": tree_digest,
+            "unmet_requirements": unmet_requirements,
+            "missing_packages": missing_packages,
+        }

@@ -278,6 +278,14 @@ def _wait_addresses(expect: Sequence[tuple[str, str]], timeout_s: float, ops: Ap
         ops.sleep(0.2)
 
 
+def _networkd_view(unset: Sequence[str], ops: ApplyOps) -> list[str]:
+    """networkd's own account of the interfaces whose addresses did not appear (state and its log lines)."""
+    ifnames = sorted({item.rsplit(" on ", 1)[-1] for item in unset})
+    rc, out, err = ops.run(["networkctl", "status", "--no-pager", "--lines", "10", *ifnames])
+    lines = (out if rc == 0 else err).splitlines()
+    return [line.rstrip() for line in lines if line.strip()][-80:]
+
+
 def _restore(dest: str, old: str | None, mode: int, ops: ApplyOps) -> list[str]:
     """Put the old file back (or remove ours) and re-apply; return the problems seen while doing so."""
     problems: list[str] = []
@@ -375,6 +383,8 @@ def safe_apply(
     start = ops.monotonic()
     unset = _wait_addresses(expect, timeout_s, ops)
     if unset:
+        # Read before the restore reloads networkd: this is the state that did not converge.
+        details["networkd_status"] = _networkd_view(unset, ops)
         details["restore_problems"] = _restore(dest, old, mode, ops)
         details["repaired"] = _repair(before_state, timeout_s, ops)
         raise ApplyError(

@@ -95,3 +95,27 @@ def unmet_requirements(requirements: Iterable[str], installed: Mapping[str, str]
         if req.specifier and not req.specifier.contains(version, prereleases=True):
             out.append(str(line).strip())
     return out
+
+
+def missing_packages(wanted: Iterable[str], dpkg_lines: Iterable[str]) -> list[str]:
+    """The packages of ``wanted`` that dpkg does not list as installed, in the order given, once each.
+
+    ``dpkg_lines`` is the output of ``dpkg-query -W -f='${Package} ${db:Status-Status}\\n' PKG...``: a
+    package that was removed but not purged reads ``config-files``, one that was never installed is not
+    listed (dpkg-query says so on stderr). Virtual package names are never listed: name real packages.
+    """
+    installed: set[str] = set()
+    for line in dpkg_lines:
+        if not isinstance(line, str):
+            raise StampError(f"dpkg-query line {line!r} is not a string")
+        parts = line.split()
+        if len(parts) == 2 and parts[1] == "installed":
+            # dpkg prints multi-arch packages without the :arch a caller may have written
+            installed.add(parts[0])
+    out: list[str] = []
+    for name in wanted:
+        if not isinstance(name, str) or not name.strip():
+            raise StampError(f"package name {name!r} is not a non-empty string")
+        if name.split(":", 1)[0] not in installed and name not in out:
+            out.append(name)
+    return out

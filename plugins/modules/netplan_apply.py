@@ -111,6 +111,14 @@ rolled_back:
   returned: failure
   type: bool
   sample: true
+networkd_status:
+  description:
+    - C(networkctl status) of the interfaces whose expected addresses did not appear, read before the
+      rollback (state, addresses and networkd's log lines for them).
+  returned: failure, when networkd did not configure the expected addresses in time
+  type: list
+  elements: str
+  sample: ["2: data0", "State: routable (configuring)"]
 """
 
 import signal

@@ -128,8 +128,12 @@ class Lab:
 
 
 def tail(out: str) -> str:
-    lines = [line for line in out.splitlines() if "fatal" in line or "msg" in line or "FAILED" in line]
-    return " | ".join(lines[-3:])[-600:]
+    """The last failure in a play's output, whole enough to say why (the YAML callback folds msg over lines)."""
+    lines = out.splitlines()
+    starts = [i for i, line in enumerate(lines) if "fatal" in line or "FAILED" in line]
+    if not starts:
+        return " | ".join(line for line in lines if "msg" in line)[-600:]
+    return " | ".join(line.strip() for line in lines[starts[-1] : starts[-1] + 40])[:3000]
 
 
 def case_discover(lab: Lab) -> None:

@@ -114,3 +114,25 @@ def test_unmet_requirements_names_bad_input() -> None:
         unmet(["==2.0"], INSTALLED)
     with pytest.raises(AnsibleFilterError, match="installed must be a mapping"):
         unmet(["torch"], ["torch"])
+
+
+missing = FILTERS["missing_packages"]
+
+# What dpkg-query -W -f='${Package} ${db:Status-Status}\n' prints on Debian 12 for an installed package, one
+# removed without purge, and (nothing on stdout) one never installed.
+DPKG_LINES = ["rdma-core installed", "perftest config-files", "ibverbs-utils installed"]
+
+
+def test_missing_packages_reads_dpkg_status() -> None:
+    wanted = ["rdma-core", "perftest", "infiniband-diags", "ibverbs-utils", "infiniband-diags"]
+    assert missing(wanted, DPKG_LINES) == ["perftest", "infiniband-diags"]
+    assert missing(["rdma-core", "ibverbs-utils:amd64"], DPKG_LINES) == []
+    assert missing(["rdma-core"], []) == ["rdma-core"]
+    assert missing("rdma-core", "rdma-core installed\n") == []
+
+
+def test_missing_packages_names_bad_input() -> None:
+    with pytest.raises(AnsibleFilterError, match="package name '' is not"):
+        missing(["rdma-core", ""], DPKG_LINES)
+    with pytest.raises(AnsibleFilterError, match="dpkg-query line 3"):
+        missing(["rdma-core"], [3])

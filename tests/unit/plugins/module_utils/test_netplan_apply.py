@@ -216,6 +216,9 @@ def test_new_addresses_never_appearing_rolls_back() -> None:
             DEST, "new", targets=TARGETS, expect=[("data0", "10.0.0.9/30")], timeout_s=2, ops=node.ops()
         )
     assert node.files[DEST] == "old"
+    # networkd's view of the interface is read before the restore reloads it
+    status = node.log.index("networkctl status --no-pager --lines 10 data0")
+    assert status < node.log.index(f"write {DEST}", node.log.index("networkctl reload"))
 
 
 def test_good_change_with_lag_is_kept() -> None:
