@@ -106,6 +106,14 @@ waited:
   returned: always
   type: float
   sample: 1.02
+reconfigured:
+  description:
+    - Interfaces whose expected addresses had not appeared halfway through O(timeout) after the reload, and
+      that networkd was therefore asked to reconfigure (C(networkctl reconfigure)). Empty on a normal apply.
+  returned: changed
+  type: list
+  elements: str
+  sample: ["data0"]
 rolled_back:
   description: True when the new file was not kept (only on failure).
   returned: failure
@@ -173,6 +181,8 @@ def main() -> None:
         "required_targets": result.required,
         "waited": result.waited_s,
     }
+    if result.changed:
+        out["reconfigured"] = result.reconfigured
     if result.backup_file:
         out["backup_file"] = result.backup_file
     if module._diff and result.before != result.after:

@@ -128,7 +128,7 @@ class Lab:
 
 
 def tail(out: str) -> str:
-    """The last failure in a play's output, whole enough to say why (the YAML callback folds msg over lines)."""
+    """The last failure in a play's output, whole enough to say why (the YAML callback folds msg)."""
     lines = out.splitlines()
     starts = [i for i, line in enumerate(lines) if "fatal" in line or "FAILED" in line]
     if not starts:

@@ -22,6 +22,7 @@ class FakeNode:
         reachable: dict[str | None, set[str]],
         generate_ok: bool = True,
         reload_lag: int = 0,
+        lose_reload: bool = False,
     ) -> None:
         self.files: dict[str, str] = {} if old is None else {DEST: old}
         self.modes: dict[str, int] = {} if old is None else {DEST: 0o600}
@@ -34,6 +35,9 @@ class FakeNode:
         self.reload_lag = reload_lag
         self.pending_polls = 0
         self.pending_content: str | None = None
+        # networkd takes the reload but leaves the link as it was, until asked to reconfigure it
+        self.lose_reload = lose_reload
+        self.run_at: dict[str, list[float]] = {}  # command -> clock at each run
 
     def ops(self) -> na.ApplyOps:
         return na.ApplyOps(
@@ -65,8 +69,13 @@ class FakeNode:
 
     def _run(self, argv: list[str]) -> tuple[int, str, str]:
         self.log.append(" ".join(argv))
+        self.run_at.setdefault(" ".join(argv), []).append(self.clock)
         if argv == na.GENERATE and not self.generate_ok and self.files.get(DEST) == "bad":
             return 1, "", "Error in network definition: invalid boolean value 'maybe'"
+        if argv[:2] == ["networkctl", "reconfigure"]:
+            self.applied = self.files.get(DEST)
+        if argv == na.RELOAD and self.lose_reload:
+            return 0, "", ""
         if argv == na.RELOAD:
             if self.reload_lag:
                 self.pending_polls, self.pending_content = self.reload_lag, self.files.get(DEST)
@@ -91,6 +100,7 @@ class FakeNode:
         self.clock += seconds
 
 
+STATUS_DATA0 = "networkctl status --no-pager --lines 10 data0"
 TARGETS = [na.Target("10.99.0.1"), na.Target("192.168.100.2", 8972)]
 
 
@@ -217,8 +227,35 @@ def test_new_addresses_never_appearing_rolls_back() -> None:
         )
     assert node.files[DEST] == "old"
     # networkd's view of the interface is read before the restore reloads it
-    status = node.log.index("networkctl status --no-pager --lines 10 data0")
+    status = node.log.index(STATUS_DATA0)
     assert status < node.log.index(f"write {DEST}", node.log.index("networkctl reload"))
+
+
+def test_link_left_unconfigured_after_the_reload_is_reconfigured_once() -> None:
+    both = {"10.99.0.1", "192.168.100.2"}
+    node = FakeNode("old", {"old": both, "new": both}, lose_reload=True)
+    result = na.safe_apply(
+        DEST, "new", targets=TARGETS, expect=[("data0", "new/30")], timeout_s=4, ops=node.ops()
+    )
+    assert result.changed and node.applied == "new" and result.reconfigured == ["data0"]
+    assert node.log.count("networkctl reconfigure data0") == 1
+    # not before half the wait: a normal reload shows within it
+    assert node.clock >= 2.0
+
+
+def test_reconfigure_that_does_not_help_rolls_back_within_the_timeout() -> None:
+    node = FakeNode("old", {"old": {"10.99.0.1"}, "new": {"10.99.0.1"}})
+    with pytest.raises(na.ApplyError, match=r"did not configure 10\.0\.0\.9/30 on data0 within 4 s") as err:
+        na.safe_apply(
+            DEST, "new", targets=TARGETS, expect=[("data0", "10.0.0.9/30")], timeout_s=4, ops=node.ops()
+        )
+    assert err.value.details["reconfigured"] == ["data0"] and node.files[DEST] == "old"
+    # the whole wait, reconfigure included, stays within the timeout (plus one poll)
+    # seconds after the apply's reload (the second reload is the restore's)
+    reload, restore = node.run_at["networkctl reload"]
+    asked = node.run_at["networkctl reconfigure data0"][0] - reload
+    gave_up = node.run_at[STATUS_DATA0][0] - reload
+    assert 2.0 <= asked <= gave_up <= 4.2 and restore >= gave_up + reload, (asked, gave_up)
 
 
 def test_good_change_with_lag_is_kept() -> None:
