@@ -311,13 +311,20 @@ def _restore(dest: str, old: str | None, mode: int, ops: ApplyOps) -> list[str]:
 def _repair(before: LinkState | None, timeout_s: float, ops: ApplyOps) -> list[str]:
     """Put interfaces back as they were before the apply; return the commands run (bounded by timeout_s).
 
-    Rounds until a round needs no command: networkd re-applies the restored file asynchronously, so what
-    one round repairs can still move once; commands that fail are retried in the next round.
+    networkd re-applies the restored file asynchronously. It gets the first half of the time to do that alone:
+    `ip` commands that race its reconfiguration of the same links (two ports that swapped addresses) left
+    systemd-networkd 252 failing those links with ERANGE on every later change, until it was restarted.
+    Then rounds until a round needs no command; commands that fail are retried in the next round.
     """
     if before is None:
         return []
     done: list[str] = []
     start = ops.monotonic()
+    while ops.monotonic() - start < timeout_s / 2:
+        now = ops.state()
+        if now is not None and not repair_commands(before, now):
+            break
+        ops.sleep(0.5)
     clean = 0
     while True:
         now = ops.state()

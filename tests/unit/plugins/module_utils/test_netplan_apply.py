@@ -428,3 +428,42 @@ def test_takeover_of_the_management_port_is_rolled_back_and_repaired() -> None:
         "ip addr del 172.31.254.1/24 dev mgmt0",
         "ip addr add 10.99.0.11/24 dev mgmt0",
     ]
+
+
+class SwapNode(FakeNode):
+    """Two data ports that trade addresses in the new file; networkd puts them back 2 s after the restore.
+
+    An `ip` command on those ports before then would race networkd's own reconfiguration of them.
+    """
+
+    def __init__(self) -> None:
+        super().__init__("old", {"old": {"192.168.100.2"}, "new": set()})
+        self.ports = {"data0": {"192.168.100.1/30"}, "data1": {"192.168.100.5/30"}}
+        self.settles_at: float | None = None
+
+    def ops(self) -> na.ApplyOps:
+        ops = super().ops()
+        ops.state = self._state
+        return ops
+
+    def _state(self) -> na.LinkState:
+        if self.settles_at is not None and self.clock >= self.settles_at:
+            self.ports = {"data0": {"192.168.100.1/30"}, "data1": {"192.168.100.5/30"}}
+        return _state({name: (True, set(addrs)) for name, addrs in self.ports.items()}, set())
+
+    def _run(self, argv: list[str]) -> tuple[int, str, str]:
+        rc = super()._run(argv)
+        if argv == na.RELOAD and self.files.get(DEST) == "new":
+            self.ports = {"data0": {"192.168.100.5/30"}, "data1": {"192.168.100.1/30"}}
+        elif argv == na.RELOAD:
+            self.settles_at = self.clock + 2.0
+        return rc
+
+
+def test_rollback_leaves_networkd_to_restore_the_links_it_manages() -> None:
+    node = SwapNode()
+    with pytest.raises(na.ApplyError, match="restored and answers again") as err:
+        na.safe_apply(DEST, "new", targets=[na.Target("192.168.100.2")], timeout_s=8, ops=node.ops())
+    assert err.value.details["repaired"] == []
+    assert not [line for line in node.log if line.startswith("ip ")]
+    assert node.ports == {"data0": {"192.168.100.1/30"}, "data1": {"192.168.100.5/30"}}
