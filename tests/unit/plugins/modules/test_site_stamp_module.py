@@ -1,0 +1,77 @@
+"""The site_stamp module end to end: check mode writes nothing, a record then a check, a change named."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_bytes
+
+from ansible_collections.rdmaops.cluster.plugins.filter.site import FilterModule
+from ansible_collections.rdmaops.cluster.plugins.modules import site_stamp
+
+
+def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], **args: Any) -> dict:
+    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
+    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
+    with pytest.raises(SystemExit):
+        site_stamp.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_record_then_check_then_a_change(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    conf = tmp_path / "nccl.conf"
+    conf.write_text("NCCL_IB_DISABLE=1\n")
+    stamp = tmp_path / "state" / "site-stamp.json"
+    watch = {"nccl_env": {"files": [str(conf)]}}
+    args = {"path": str(stamp), "digest": "d1", "watch": watch}
+
+    out = run(monkeypatch, capsys, state="present", _ansible_check_mode=True, **args)
+    assert out["changed"] is True and not stamp.exists()
+    out = run(monkeypatch, capsys, state="present", **args)
+    assert out["changed"] is True and json.loads(stamp.read_text())["digest"] == "d1"
+    assert out["watched"]["files"] == 1
+    assert run(monkeypatch, capsys, state="present", **args)["changed"] is False
+
+    out = run(monkeypatch, capsys, path=str(stamp), digest="d1")
+    assert out == {**out, "changed": False, "current": True, "reasons": []}
+    conf.write_text("NCCL_IB_DISABLE=0\n")
+    out = run(monkeypatch, capsys, path=str(stamp), digest="d1")
+    assert out["current"] is False and out["reasons"] == [f"nccl_env: {conf} changed"]
+
+
+def test_bad_watch_is_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = run(
+        monkeypatch,
+        capsys,
+        state="present",
+        path=str(tmp_path / "s"),
+        digest="d",
+        watch={"rdma": {"file": []}},
+    )
+    assert out["failed"] is True and "unknown kind 'file'" in out["msg"]
+    assert not (tmp_path / "s").exists()
+
+
+class FakeHostvars(dict):
+    """ansible's HostVars: raw_get gives a host's variables untemplated."""
+
+    def raw_get(self, name: str) -> Any:
+        return self[name]
+
+
+def test_inventory_digest_filter_reads_raw_variables() -> None:
+    digest = FilterModule().filters()["inventory_digest"]
+    hv = FakeHostvars(n1={"x": "{{ undefined_until_facts }}"}, n2={"x": 1})
+    first = digest(hv, ["n1", "n2"], "code")
+    assert len(first) == 64 and digest(hv, ["n2", "n1"], "code") == first
+    assert digest(hv, ["n1"], "code") != first
+    with pytest.raises(Exception, match="must be a list"):
+        digest(hv, "n1", "code")
