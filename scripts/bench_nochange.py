@@ -4,7 +4,7 @@ Each run must report changed=0 on every host (else the row says so: it was not a
 machine's load average before each run, every run's wall time and the median, and the slowest tasks of the
 last site.yml run (ansible.posix.profile_tasks), so docs/benchmarks.md can say where the time goes.
 
-    .venv/bin/python scripts/bench_nochange.py --inventory inventories/lab --repeat 3 [--demo]
+    .venv/bin/python scripts/bench_nochange.py --repeat 3 [--demo] [--fast-path on]
     .venv/bin/python scripts/bench_nochange.py --playbook playbooks/slurm.yml
 """
 
@@ -84,6 +84,13 @@ def main() -> int:
     ap.add_argument(
         "--demo", action="store_true", help="also time `make demo` re-run (the lab must be inventories/lab)"
     )
+    ap.add_argument(
+        "--fast-path",
+        nargs="+",
+        choices=["off", "on"],
+        default=["off", "on"],
+        help="time with site.yml's fast path off (every role runs) and/or on; default both, off first",
+    )
     args = ap.parse_args()
     if not (ROOT / args.inventory).exists() and not Path(args.inventory).exists():
         print(
@@ -92,17 +99,20 @@ def main() -> int:
         )
         return 2
     print(f"machine: {os.cpu_count()} CPUs, load {load()}")
-    last = bench(
-        args.playbook,
-        [labkit.tool("ansible-playbook"), "-i", args.inventory, args.playbook],
-        args.repeat,
-        True,
-    )
-    print(f"slowest tasks of the last {args.playbook} run:")
-    for task, secs in TASK_TIME.findall(last)[:12]:
-        print(f"  {float(secs):6.2f} s  {task.strip()}")
-    if args.demo:
-        bench("make demo", ["make", "demo"], args.repeat, False, no_change=False)
+    for mode in args.fast_path:
+        # site.yml's fast path (docs/site.md): "off" runs every role, as site.yml did before it existed
+        os.environ["RDMAOPS_FAST_PATH"] = "1" if mode == "on" else "0"
+        last = bench(
+            f"{args.playbook} (fast path {mode})",
+            [labkit.tool("ansible-playbook"), "-i", args.inventory, args.playbook],
+            args.repeat,
+            True,
+        )
+        print(f"slowest tasks of the last {args.playbook} run (fast path {mode}):")
+        for task, secs in TASK_TIME.findall(last)[:12]:
+            print(f"  {float(secs):6.2f} s  {task.strip()}")
+        if args.demo:
+            bench(f"make demo (fast path {mode})", ["make", "demo"], args.repeat, False, no_change=False)
     return 0
 
 

@@ -231,7 +231,7 @@ def observe(watch: Mapping[str, Mapping[str, list[str]]], run: Runner, root: str
     installed: set[str] = set()
     if packages:
         # rc 1 only says that some package is unknown to dpkg; those read as not installed
-        _, out, _ = run(["dpkg-query", "-W", "-f=${Package} ${db:Status-Status}\n", "--", *packages])
+        out = run(["dpkg-query", "-W", "-f=${Package} ${db:Status-Status}\n", "--", *packages])[1]
         installed = {
             parts[0] for parts in (line.split() for line in out.splitlines()) if parts[1:] == ["installed"]
         }

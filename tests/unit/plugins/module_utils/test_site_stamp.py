@@ -225,10 +225,10 @@ def _stale_after(tmp_path: Path, change: Any) -> list[str]:
     node = FakeNode(tmp_path)
     stamp = tmp_path / "stamp.json"
     stamp.write_text(ss.render("d1", WATCH, ss.observe(WATCH, node.run, root=str(tmp_path))))
-    current, reasons, _ = ss.check(str(stamp), "d1", node.run, root=str(tmp_path))
+    current, reasons = ss.check(str(stamp), "d1", node.run, root=str(tmp_path))[:2]
     assert current and reasons == []
     change(node)
-    current, reasons, _ = ss.check(str(stamp), "d1", node.run, root=str(tmp_path))
+    current, reasons = ss.check(str(stamp), "d1", node.run, root=str(tmp_path))[:2]
     assert not current
     return reasons
 
@@ -271,7 +271,7 @@ def test_check_names_what_changed_on_the_node(tmp_path: Path, change: Any, reaso
 def test_check_without_a_usable_stamp_or_with_other_inputs(tmp_path: Path) -> None:
     node = FakeNode(tmp_path)
     stamp = tmp_path / "stamp.json"
-    current, reasons, _ = ss.check(str(stamp), "d1", node.run, root=str(tmp_path))
+    current, reasons = ss.check(str(stamp), "d1", node.run, root=str(tmp_path))[:2]
     assert not current and reasons[0].startswith(f"no stamp at {stamp}")
     assert node.calls == []  # nothing observed when there is nothing to compare with
     stamp.write_text("{")
@@ -279,7 +279,7 @@ def test_check_without_a_usable_stamp_or_with_other_inputs(tmp_path: Path) -> No
     stamp.write_text(json.dumps({"version": 99}))
     assert ss.check(str(stamp), "d1", node.run)[1] == [f"{stamp} is not a version 1 stamp"]
     stamp.write_text(ss.render("d1", WATCH, ss.observe(WATCH, node.run, root=str(tmp_path))))
-    current, reasons, _ = ss.check(str(stamp), "d2", node.run, root=str(tmp_path))
+    current, reasons = ss.check(str(stamp), "d2", node.run, root=str(tmp_path))[:2]
     assert not current
     assert reasons == [
         "the inventory, the extra vars or the collection's code changed since the last converge"
