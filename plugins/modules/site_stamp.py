@@ -19,7 +19,8 @@ description:
   - What is observed, per role, is the sha256 of each file, the ActiveState and UnitFileState of each
     service, whether each Debian package is installed, the names matched by each glob (a venv's
     C(*.dist-info) directories, which name its distributions and versions) and the global addresses of
-    each interface; and for the node its kernel release, OS release, CPU count, NVIDIA driver version and GPU count.
+    each interface; and for the node its kernel release, OS release, CPU count, NVIDIA driver version
+    and GPU count.
 author:
   - Rdmaops Developers (@rdmaops)
 options:
