@@ -71,6 +71,8 @@ def inventory_digest(hosts: Mapping[str, Mapping[str, Any]], code: str) -> str:
 
     ``hosts`` maps inventory name -> that host's variables as written (ansible's ``hostvars.raw_get``),
     so a templated value counts by its text. Host order is part of ``groups`` and so of the digest.
+    Compute it before any task of the run registers or sets a variable: those are host variables too (a
+    registered result carries its start and end times), which is why it is site.yml's first task.
     """
     if not isinstance(code, str) or not code:
         raise StampError(f"inventory_digest: the code digest must be a non-empty string, got {code!r}")
@@ -78,10 +80,14 @@ def inventory_digest(hosts: Mapping[str, Mapping[str, Any]], code: str) -> str:
     for name, variables in hosts.items():
         if not isinstance(variables, Mapping):
             raise StampError(f"inventory_digest: variables of {name!r} are not a mapping")
+        # facts (from a fact cache) also appear as top-level ansible_<name> variables
+        facts = variables.get("ansible_facts")
+        fact_vars = {f"ansible_{k}" for k in facts} if isinstance(facts, Mapping) else set()
+        fact_vars.add("ansible_local")
         payload["hosts"][str(name)] = {
             str(k): _plain(v)
             for k, v in variables.items()
-            if str(k) not in MAGIC_VARS and not str(k).startswith("ansible_facts")
+            if str(k) not in MAGIC_VARS and str(k) not in fact_vars
         }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

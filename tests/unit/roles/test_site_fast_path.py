@@ -29,6 +29,13 @@ def _node_plays() -> list[dict[str, Any]]:
     return [p for p in SITE if any(_roles(p)) and p["hosts"].strip("{} ") != SWITCHES]
 
 
+def test_the_digest_is_the_first_task_of_the_run() -> None:
+    # a task before it would register or set variables, which are host variables too (with timings)
+    first = SITE[0]["tasks"][0]
+    assert "rdmaops_site_digest" in first["ansible.builtin.set_fact"]
+    assert not SITE[0].get("gather_facts") and not SITE[0].get("roles")
+
+
 def test_every_node_play_runs_only_on_the_nodes_to_converge() -> None:
     plays = _node_plays()
     assert len(plays) >= 5

@@ -41,6 +41,17 @@ def test_inventory_digest_is_stable_and_ignores_what_is_not_the_inventory() -> N
     assert ss.inventory_digest(_hosts(node2__rdmaops_fast_path=False), "code1") == first
 
 
+def test_inventory_digest_ignores_cached_facts() -> None:
+    # with a fact cache, hostvars carry the facts under ansible_facts and as ansible_<name> variables
+    cached = _hosts(
+        node1__ansible_facts={"date_time": {"epoch": "1"}, "kernel": "6.1"},
+        node1__ansible_date_time={"epoch": "1"},
+        node1__ansible_kernel="6.1",
+        node1__ansible_local={"python_env": {}},
+    )
+    assert ss.inventory_digest(cached, "code1") == ss.inventory_digest(HOSTS, "code1")
+
+
 @pytest.mark.parametrize(
     "change",
     [
