@@ -36,7 +36,7 @@ $(VENV)/.stamp: requirements.txt files/trainer/pyproject.toml
 venv: $(VENV)/.stamp
 
 # Host packages for the lab and the tests (Debian 12 / Ubuntu, as root).
-HOST_PKGS := systemd-container mmdebstrap apt-cacher-ng iproute2 iperf3 openssh-client rsync libyang2-tools gcc make libc6-dev libibverbs-dev
+HOST_PKGS := systemd-container mmdebstrap apt-cacher-ng iproute2 iputils-ping iperf3 openssh-client rsync libyang2-tools gcc make libc6-dev libibverbs-dev
 deps:
 	@missing=$$(for p in $(HOST_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done)
 	if [ -n "$$missing" ]; then
