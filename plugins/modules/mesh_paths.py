@@ -16,7 +16,7 @@ description:
   - The route lookups run one after another; the pings run side by side, so the call takes about one
     ping's time however many peers the node has.
   - Reports each path as the filter P(rdmaops.cluster.mesh_verify_results#filter) does. It never fails
-    because a path is broken: the caller decides (the mesh_network role's verify tasks assert on the
+    because a path is broken; the caller decides (the mesh_network role's verify tasks assert on the
     results).
 author:
   - Rdmaops Developers (@rdmaops)

@@ -1,7 +1,10 @@
 """site.yml's fast path on a converged lab: a no-change run runs no role; drift on one node is named and
-converges every node, which repairs it.
+converges every node, which repairs it. With --lab-play, lab.yml's fast path too: a re-run of the playbook
+that built the lab does nothing, and a hand-edited inventory file is named and written again.
 
-    .venv/bin/python tests/fast_path/run.py --inventory inventories/mol
+    .venv/bin/python tests/fast_path/run.py --inventory inventories/mol --lab-play molecule/default/create.yml
+    .venv/bin/python tests/fast_path/run.py --inventory inventories/lab \
+        --lab-play "playbooks/lab.yml -e lab_state=present -e lab_nodes=3 -e lab_topology=mesh"
 
 Runs with RDMAOPS_FAST_PATH=1 whatever the caller's environment says (molecule turns the fast path off for
 its converge, idempotence and check-mode steps, so that those test the roles themselves).
@@ -12,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -79,6 +83,34 @@ def case_drift(lab: Lab) -> None:
     check("and the next run is a no-change run again", rc == 0 and SKIPPED in out, f"{took:.1f} s")
 
 
+LAB_CURRENT = "is as the last run of lab.yml left it: nothing to do"
+
+
+def case_lab(lab: Lab, play: list[str]) -> None:
+    # the first run may be a full one (the lab may have been built with the fast path off); the second may not
+    rc, out, took = lab.play(*play)
+    check("the lab's playbook runs", rc == 0, f"{took:.1f} s, recap {changed(out)}")
+    rc, out, took = lab.play(*play)
+    check(
+        "again: nothing to do, changed=0",
+        rc == 0 and LAB_CURRENT in out and changed(out).get("localhost") == 0,
+        f"{took:.1f} s, recap {changed(out)}",
+    )
+    hosts = lab.inventory / "hosts.yml"
+    before = hosts.read_text()
+    hosts.write_text(before + "# edited by hand\n")
+    rc, out, took = lab.play(*play)
+    flat = " ".join(out.split())
+    check(
+        "an edited inventory file is named and written again",
+        rc == 0 and "hosts.yml changed since the last run" in flat and hosts.read_text() == before,
+        f"{took:.1f} s, rc={rc}, restored: {hosts.read_text() == before}, "
+        + "; ".join(re.findall(r"lab \w+: [^\"]*changed since the last run", flat))[:300],
+    )
+    rc, out, took = lab.play(*play)
+    check("and the next run does nothing again", rc == 0 and LAB_CURRENT in out, f"{took:.1f} s")
+
+
 CASES = {"no_change": case_no_change, "drift": case_drift}
 
 
@@ -87,10 +119,20 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--inventory", type=Path, required=True, help="a converged lab inventory")
-    parser.add_argument("--only", nargs="+", choices=list(CASES), help="run only these cases, in this order")
+    parser.add_argument(
+        "--lab-play",
+        help="the playbook (and -e options) that built the lab, as one string: adds the case 'lab'",
+    )
+    parser.add_argument(
+        "--only", nargs="+", choices=[*CASES, "lab"], help="run only these cases, in this order"
+    )
     args = parser.parse_args()
     os.environ["RDMAOPS_FAST_PATH"] = "1"
-    return run_cases(CASES, Lab(args.inventory), args.only)
+    cases = dict(CASES)
+    if args.lab_play:
+        play = shlex.split(args.lab_play)
+        cases["lab"] = lambda lab: case_lab(lab, play)
+    return run_cases(cases, Lab(args.inventory), args.only)
 
 
 if __name__ == "__main__":
