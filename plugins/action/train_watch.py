@@ -78,7 +78,6 @@ class ActionModule(ActionBase):
                 sel.register(proc.stdout, selectors.EVENT_READ, node)
                 procs[node] = proc
                 buffers[node] = b""
-            last_print = 0.0
             outcome = None
             while outcome is None:
                 now = time.time()
@@ -100,9 +99,8 @@ class ActionModule(ActionBase):
                             continue
                 now = time.time()
                 outcome = watch.decide(now)
-                if outcome is None and now - last_print >= p["progress_interval"]:
+                if watch.progress_due(now, p["progress_interval"], outcome):
                     display.display(watch.progress_line(now))
-                    last_print = now
         finally:
             for proc in procs.values():
                 if proc.poll() is None:

@@ -132,6 +132,8 @@ class JobWatch:
         self.evals: list[dict[str, Any]] = []
         self.checkpoints: list[dict[str, Any]] = []
         self.last_progress = started  # when the step count last moved (or the job started)
+        self.last_shown: float | None = None  # when a progress line was last shown
+        self.step_shown = False  # whether any progress line showed a step
 
     def feed(self, node: str, line: Mapping[str, Any], now: float) -> None:
         view = self.nodes[node]
@@ -236,6 +238,24 @@ class JobWatch:
                 0,
             )
         return None
+
+    def progress_due(self, now: float, interval: float, outcome: Outcome | None) -> bool:
+        """Whether to show a progress line now: at the start, every ``interval`` seconds while the job runs,
+        as soon as the first step is logged, and once at a successful end when no line has shown a step yet
+        (a job shorter than the interval still shows its last step and loss). Marks the line as shown."""
+        has_step = self.last_train is not None
+        if outcome is None:
+            due = (
+                self.last_shown is None
+                or now - self.last_shown >= interval
+                or (has_step and not self.step_shown)
+            )
+        else:
+            due = outcome.status == "succeeded" and has_step and not self.step_shown
+        if due:
+            self.last_shown = now
+            self.step_shown = self.step_shown or has_step
+        return due
 
     def progress_line(self, now: float) -> str:
         elapsed = human_duration(now - self.started)

@@ -195,6 +195,40 @@ def test_progress_line_has_step_loss_rate_and_eta() -> None:
     )
 
 
+def _step(w: tw.JobWatch, step: int, now: float) -> None:
+    rec = {"event": "train", "step": step, "loss": 4.0, "tokens_per_s": 900, "time": now}
+    w.feed("node1", {"phase": "running", "unit": RUNNING, "metrics": [rec]}, now)
+
+
+def test_progress_is_shown_at_start_on_the_first_step_and_every_interval() -> None:
+    w = watch()
+    assert w.progress_due(1000, 30, None)  # the start
+    assert not w.progress_due(1010, 30, None)
+    _step(w, 5, 1012)
+    assert w.progress_due(1012, 30, None)  # the first step, before the interval is up
+    _step(w, 10, 1020)
+    assert not w.progress_due(1020, 30, None)
+    assert w.progress_due(1042, 30, None)
+
+
+def test_a_job_shorter_than_the_interval_still_shows_a_step() -> None:
+    # The first step record arrives with the end: the only chance to show the last step and its loss.
+    w = watch()
+    assert w.progress_due(1000, 30, None)
+    _step(w, 30, 1008)
+    done = tw.Outcome("succeeded", "job tiny finished")
+    assert w.progress_due(1008, 30, done)
+    assert w.progress_line(1008).startswith("[tiny] step 30/100 (30%), loss 4.0000")
+    assert not w.progress_due(1009, 30, done)
+
+
+def test_no_progress_line_after_a_failure() -> None:
+    w = watch()
+    w.progress_due(1000, 30, None)
+    _step(w, 5, 1005)
+    assert not w.progress_due(1005, 30, tw.Outcome("failed", "job tiny failed on node2"))
+
+
 def test_agent_reads_only_new_complete_lines(tmp_path: Path) -> None:
     path = tmp_path / "metrics.jsonl"
     path.write_text(json.dumps({"event": "end", "step": 5}) + "\n")
