@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -64,3 +65,18 @@ def test_the_stamp_is_not_written_by_a_run_that_left_tasks_out() -> None:
     stamp_task = SITE[-1]["tasks"][0]
     assert stamp_task["when"] == "ansible_run_tags | list == ['all'] and ansible_skip_tags | length == 0"
     assert stamp_task["rdmaops.cluster.site_stamp"]["state"] == "present"
+
+
+def test_the_nothing_to_do_message_counts_what_is_watched() -> None:
+    # rendered as Ansible does (Jinja2); the counts once printed as "value key, value key"
+    task = next(t for t in SITE[0]["tasks"] if t["name"] == "Say that nothing is to do")
+    text = (
+        jinja2.Environment()
+        .from_string(task["ansible.builtin.debug"]["msg"])
+        .render(
+            ansible_play_hosts=["node1", "node2"],
+            inventory_hostname="node1",
+            rdmaops_site_check={"watched": {"files": 9, "services": 4}},
+        )
+    )
+    assert "Watched on node1: 9 files, 4 services. RDMAOPS_FAST_PATH=0" in text
