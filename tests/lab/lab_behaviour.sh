@@ -3,7 +3,7 @@
 # of `make deps` and network access for the first base build; not part of the unit tests.
 # It uses its own instance (lab_name=labtest, 10.90.0.0/24) and checks, in order:
 #   bad input is refused before anything is made; a 3-node mesh comes up with sshd, apt through the proxy and
-#   the wheelhouse; a re-run and --check report changed=0; growing to 4 nodes keeps nodes 1-3 running with the
+#   the wheelhouse; a re-run and --check report changed=0, the re-run through the fast path; growing to 4 nodes keeps nodes 1-3 running with the
 #   same ports and MACs; kill -9 of every lab process is repaired by a re-run; switched rewires and shrinks;
 #   after another kill -9, absent leaves no netns, link, mount, process, cgroup, file or inventory behind,
 #   and other instances' namespaces are untouched.
@@ -95,6 +95,9 @@ check "mesh ports are up without IPv4 addresses" \
 check "/sys in a node shows its own interfaces" on node1 "test -e /sys/class/net/mgmt0 && ! test -e /sys/class/net/$name-mbr"
 
 check "a re-run changes nothing" bash -c "play -e lab_nodes=3 && changed_is 0"
+check "a re-run takes the fast path" bash -c "play -e lab_nodes=3 && grep -q 'left it: nothing to do' '$log.last'"
+check "with the fast path off every step runs and changes nothing" \
+  bash -c "RDMAOPS_FAST_PATH=0 play -e lab_nodes=3 && changed_is 0 && ! grep -q 'nothing to do' '$log.last'"
 check "--check --diff reports no change" bash -c "play -e lab_nodes=3 --check --diff && changed_is 0"
 
 for n in 1 2 3; do ports node$n >"$log.ports3.node$n"; done
@@ -119,7 +122,8 @@ check "crashing node2 leaves none of its processes" \
   bash -c "play -e lab_state=crashed -e lab_crash_nodes=node2 && [ -z \"\$(ip netns pids $name-node2)\" ] && ! pgrep -f '/var/lib/rdmaops-lab/$name/node[2]/' >/dev/null"
 check "node2 no longer answers over SSH" bash -c "! timeout 60 ansible -i $inv node2 -m ansible.builtin.ping"
 check "the other nodes kept running" ansible -i "$inv" node1,node3,node4 -m ansible.builtin.ping
-check "present boots the crashed node" play -e lab_nodes=4
+check "present names the crashed node and boots it" \
+  bash -c "play -e lab_nodes=4 && grep -q 'node2 is not running as planned' '$log.last'"
 check "node2 answers over SSH again" on node2 true
 
 kill_all
