@@ -46,13 +46,13 @@ def _check(stamp: Path, digest: str = "d1", running: set[str] | None = None, **k
 
 
 def test_a_lab_as_recorded_is_current(tmp_path: Path) -> None:
-    stamp, _ = _record(tmp_path)
+    stamp = _record(tmp_path)[0]
     assert _check(stamp) == []
 
 
 def test_no_stamp_and_a_new_digest_are_named(tmp_path: Path) -> None:
     assert _check(tmp_path / "none.json") == [lab_stamp.NO_STAMP]
-    stamp, _ = _record(tmp_path)
+    stamp = _record(tmp_path)[0]
     assert _check(stamp, digest="d2") == [lab_stamp.INPUTS_CHANGED]
     stamp.write_text('{"version": 0, "digest": "d1"}')
     assert _check(stamp) == [lab_stamp.NO_STAMP]
@@ -67,7 +67,7 @@ def test_an_edited_or_removed_file_is_named(tmp_path: Path) -> None:
 
 
 def test_a_stopped_unit_is_named_without_a_second_reason_for_its_sshd(tmp_path: Path) -> None:
-    stamp, _ = _record(tmp_path)
+    stamp = _record(tmp_path)[0]
     answered: list[str] = []
 
     def answers(address: str) -> bool:
@@ -79,7 +79,7 @@ def test_a_stopped_unit_is_named_without_a_second_reason_for_its_sshd(tmp_path: 
 
 
 def test_a_missing_netns_and_a_silent_sshd_are_named(tmp_path: Path) -> None:
-    stamp, _ = _record(tmp_path)
+    stamp = _record(tmp_path)[0]
     assert _check(stamp, netns=["other-node1"]) == ["node1: network namespace lab-node1 is missing"]
     assert _check(stamp, answers=lambda address: False) == ["node1: sshd does not answer at 10.99.0.11:22"]
 
@@ -110,7 +110,7 @@ def server() -> Iterator[tuple[socket.socket, list[bytes]]]:
     def serve() -> None:
         while True:
             try:
-                conn, _ = sock.accept()
+                conn = sock.accept()[0]
             except OSError:
                 return
             with conn:
