@@ -438,6 +438,13 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     # templates timed against cuBLAS per shape; minutes of compile)
     m128 = [*gb_sets, "train.micro_batch_size=128"]
     runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro128", "gpt2", 1, m128, fpt))
+    # float8 matmuls in every block's Linear layer (torchao; train.float8) at the recipe's micro-batch and at
+    # 128: a different numerics, reported beside the bf16 rows, never the recipe's default
+    f8 = ["train.float8=true"]
+    runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} float8", "gpt2", 1, [*gb_sets, *f8], fpt))
+    runs.append(
+        trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro128 float8", "gpt2", 1, [*m128, *f8], fpt)
+    )
     r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} max-autotune", "gpt2", 1, gb_sets, fpt)
     r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
     runs.append(r)

@@ -171,6 +171,9 @@ class TrainConfig:
     # attention on an H100; 2.13's CPU build lists it after math); cudnn: cuDNN's fused attention,
     # FlashAttention-3 class on Hopper.
     attention: Literal["auto", "flash", "cudnn", "efficient", "math"] = "auto"
+    # float8 matmuls in the Linear layers (torchao's tensor-wise recipe; not the output head), strategy ddp on
+    # an H100-class GPU. Changes the numerics: off unless a recipe turns it on (rdmaops_trainer/float8.py).
+    float8: bool = False
     eval_every: int = 0
     # eval set size in global batches (eval_batches * global_batch_size sequences)
     eval_batches: int = 4
@@ -384,6 +387,16 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
                 f"strategy.pipeline.microbatches: {s.pipeline.microbatches} must be >= stages "
                 f"{s.pipeline.stages} to keep every stage busy"
             )
+    if t.float8:
+        if s.name != "ddp":
+            raise RecipeError(f"train.float8: true needs strategy.name ddp, not {s.name!r}")
+        if recipe.cluster.device == "cpu" or t.precision == "fp32":
+            raise RecipeError(
+                "train.float8: true needs a CUDA GPU with float8 tensor cores and bf16 precision, not "
+                f"cluster.device {recipe.cluster.device!r} with train.precision {t.precision!r}"
+            )
+        if recipe.lora.enabled:
+            raise RecipeError("train.float8: true with lora.enabled: not supported (frozen float8 bases)")
     if recipe.lora.enabled:
         if not recipe.lora.target_modules:
             raise RecipeError("lora.target_modules: empty while lora.enabled is true")

@@ -10,7 +10,9 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from .. import float8
 from ..checkpoint import dcp_load, dcp_save
+from ..errors import RecipeError
 from .base import Batch, Strategy
 
 
@@ -22,6 +24,10 @@ class DDPStrategy(Strategy):
 
     def prepare(self, model: nn.Module) -> None:
         self.raw = model.to(self.rt.device)
+        if self.recipe.train.float8:
+            if not self.rt.is_cuda:
+                raise RecipeError("train.float8: true needs a CUDA device; this rank runs on the CPU")
+            self.float8_layers = float8.enable(self.raw)
         opts = self.recipe.strategy.ddp
         if self.rt.world_size > 1:
             self.model = DDP(
