@@ -74,6 +74,8 @@ RULES = [
         "a CPU run of every benchmark row: minutes",
     ),
     Rule(r"^(\w+=\S+ )*(\.venv/bin/python |python3? )?benchmarks/gpu/", "skip", GPU),
+    # a wheel carried to the GPU machine (the device's venv), installed there before a benchmark call
+    Rule(r"^python3? -m pip install --no-deps '?\.whl/", "skip", GPU),
     Rule(r"^(\.venv/bin/python |python3? )?(scripts|benchmarks|tests)/\S+", "skip", ROOT_LAB),
     Rule(r"^(\w+=\S+ )+scripts/\S+", "skip", ROOT_LAB),
 ]
