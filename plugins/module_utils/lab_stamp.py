@@ -11,12 +11,13 @@ The stamp lives under the run directory (a tmpfs, /run): a host reboot, which st
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.site_stamp import file_digest
 
 STAMP_VERSION = 1
 STAMP_NAME = "lab-stamp.json"
@@ -26,18 +27,6 @@ NO_STAMP = "no record of a finished lab.yml run (a first run, a teardown, or a h
 
 class LabStampError(ValueError):
     """Bad input; the message names the value."""
-
-
-def file_digest(path: str) -> str | None:
-    """sha256 of a file's bytes, None when it does not exist."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                h.update(block)
-    except FileNotFoundError:
-        return None
-    return h.hexdigest()
 
 
 def ssh_answers(address: str, port: int = 22, timeout: float = 2.0) -> bool:

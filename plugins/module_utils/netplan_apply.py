@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import ping
+from ansible_collections.rdmaops.cluster.plugins.module_utils import path_probe, ping
 
 GENERATE = ["netplan", "generate"]
 RELOAD = ["networkctl", "reload"]
@@ -88,11 +88,9 @@ def ping_argv(target: Target, wait_s: int = 1) -> list[str]:
 
 def probe_parallel(targets: Sequence[Target], wait_s: int = 1) -> list[bool]:
     """One ping per target, all at once, so a probe round takes about ``wait_s``."""
-    procs = [
-        subprocess.Popen(ping_argv(t, wait_s), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for t in targets
-    ]
-    return [proc.wait() == 0 for proc in procs]
+    commands = [ping_argv(t, wait_s) for t in targets]
+    results = path_probe.run_parallel(commands, timeout=wait_s + 5, max_parallel=len(commands))
+    return [result["rc"] == 0 for result in results]
 
 
 def parse_ip_addr(text: str) -> dict[str, set[str]]:

@@ -33,15 +33,18 @@ class PathProbeError(ValueError):
     """Bad input; the message names the value."""
 
 
-def run_parallel(commands: Sequence[Sequence[str]], timeout: float) -> list[Result]:
-    """Run the commands, up to MAX_PARALLEL at a time; results in the order given.
+def run_parallel(
+    commands: Sequence[Sequence[str]], timeout: float, max_parallel: int | None = None
+) -> list[Result]:
+    """Run the commands, up to ``max_parallel`` (default MAX_PARALLEL) at a time; results in the order given.
 
     A command that cannot start, or runs past ``timeout`` seconds (then killed), gets rc 127 or 124
     and the reason in stderr, as a shell would report it, instead of an exception.
     """
     results: list[Result] = []
-    for start in range(0, len(commands), MAX_PARALLEL):
-        batch = commands[start : start + MAX_PARALLEL]
+    step = max(1, max_parallel or MAX_PARALLEL)
+    for start in range(0, len(commands), step):
+        batch = commands[start : start + step]
         procs: list[subprocess.Popen[str] | Result] = []
         for argv in batch:
             try:

@@ -15,6 +15,7 @@ import ipaddress
 import json
 import os
 import re
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -148,14 +149,41 @@ def check_watch(watch: Any) -> dict[str, dict[str, list[str]]]:
     return out
 
 
-def _file_digest(path: str) -> str | None:
+def file_digest(path: str) -> str | None:
+    """sha256 of a file's bytes; None when it does not exist (also lab_stamp's)."""
+    h = hashlib.sha256()
     try:
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                h.update(block)
     except FileNotFoundError:
         return None
     except OSError as exc:
         return f"unreadable: {exc.strerror}"
+    return h.hexdigest()
+
+
+def write_if_changed(path: str, text: str, check_mode: bool, move: Callable[[str, str], None]) -> bool:
+    """Write a stamp atomically (``move`` is AnsibleModule.atomic_move) unless it already holds ``text``;
+    whether it differed. Check mode writes nothing (also lab_stamp's)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            changed = handle.read() != text
+    except OSError:
+        changed = True
+    if changed and not check_mode:
+        directory = os.path.dirname(path)
+        os.makedirs(directory, mode=0o755, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.chmod(tmp, 0o644)
+            move(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return changed
 
 
 def parse_systemctl_show(text: str) -> dict[str, str]:
@@ -253,7 +281,7 @@ def observe(watch: Mapping[str, Mapping[str, list[str]]], run: Runner, root: str
         seen: dict[str, dict[str, Any]] = {}
         for kind, names in kinds.items():
             if kind == "files":
-                seen[kind] = {n: _file_digest(os.path.join(root, n.lstrip("/"))) for n in names}
+                seen[kind] = {n: file_digest(os.path.join(root, n.lstrip("/"))) for n in names}
             elif kind == "services":
                 seen[kind] = {n: services.get(_unit_id(n), "missing/-") for n in names}
             elif kind == "packages":

@@ -81,13 +81,13 @@ reasons:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import lab_stamp
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import INSTANCE_ARGS, Host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.site_stamp import write_if_changed
 
 
 def main() -> None:
@@ -120,22 +120,7 @@ def main() -> None:
         module.exit_json(changed=False, current=not reasons, reasons=reasons)
 
     text = lab_stamp.render(p["digest"], p["files"])
-    try:
-        with open(path, encoding="utf-8") as handle:
-            changed = handle.read() != text
-    except OSError:
-        changed = True
-    if changed and not module.check_mode:
-        os.makedirs(host.instance_run_dir, mode=0o755, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=host.instance_run_dir, prefix=".lab-stamp.")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.chmod(tmp, 0o644)
-            module.atomic_move(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    changed = write_if_changed(path, text, module.check_mode, module.atomic_move)
     module.exit_json(changed=changed, current=True, reasons=[])
 
 

@@ -99,9 +99,6 @@ watched:
   sample: {files: 9, services: 4, packages: 21, globs: 1, addresses: 2}
 """
 
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils import site_stamp
@@ -140,24 +137,7 @@ def main() -> None:
     except site_stamp.StampError as exc:
         module.fail_json(msg=str(exc))
 
-    path = params["path"]
-    try:
-        with open(path) as handle:
-            changed = handle.read() != text
-    except FileNotFoundError:
-        changed = True
-    if changed and not module.check_mode:
-        directory = os.path.dirname(path)
-        os.makedirs(directory, mode=0o755, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".site-stamp.")
-        try:
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-            os.chmod(tmp, 0o644)
-            module.atomic_move(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+    changed = site_stamp.write_if_changed(params["path"], text, module.check_mode, module.atomic_move)
     module.exit_json(changed=changed, current=True, reasons=[], watched=_counts(watch))
 
 
