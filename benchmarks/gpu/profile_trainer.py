@@ -5,8 +5,9 @@
 
 Runs ``python -m rdmaops_trainer`` unchanged, with ``Strategy.train_step`` wrapped so that torch.profiler
 records optimizer steps [steps-at, steps-at + profile-steps). Rank 0 prints one JSON line: wall time per step,
-GPU busy time per step (union of kernel intervals on the device), the share of NCCL kernels, and the top
-kernels and CPU ops, so a slow strategy can be told apart as GPU-bound, communication-bound or host-bound.
+GPU busy time per step (union of kernel intervals on the device), the share of NCCL kernels, all kernel time
+by family (GEMM, attention, cross-entropy, ...), and the top kernels and CPU ops, so a slow strategy can be
+told apart as GPU-bound, communication-bound or host-bound.
 The profiler itself slows the host side: take speed from the unprofiled rows, proportions from this.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 from typing import Any
@@ -38,6 +40,27 @@ def busy_union(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
+# GPU kernel families, first match wins: all of a step's kernel time by what it does, not only the top ones
+CATEGORIES: list[tuple[str, re.Pattern[str]]] = [
+    ("nccl", re.compile(r"nccl", re.I)),
+    ("attention", re.compile(r"sdpa|flash|fmha|attention|attn", re.I)),
+    ("gemm", re.compile(r"nvjet|gemm|cutlass|xmma|cublas|_mm_|splitk", re.I)),
+    ("cross_entropy", re.compile(r"log_softmax|ce_rows|cross_entropy|nll_loss", re.I)),
+    ("layer_norm", re.compile(r"layer_norm|rms_norm", re.I)),
+    ("activation", re.compile(r"gelu|silu|swiglu", re.I)),
+    ("optimizer", re.compile(r"adam|multi_tensor|foreach|_amp_|norm_kernel|clip", re.I)),
+    ("embedding", re.compile(r"embedding|index_put|scatter|gather|index_add|sort|radix", re.I)),
+    ("memset_memcpy", re.compile(r"memset|memcpy|copy_kernel|fill", re.I)),
+]
+
+
+def category(kernel: str) -> str:
+    for name, pattern in CATEGORIES:
+        if pattern.search(kernel):
+            return name
+    return "other_fused" if kernel.startswith("triton_") else "other"
+
+
 def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any]:
     kernels: list[tuple[float, float]] = []
     nccl_us = 0.0
@@ -51,7 +74,10 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
                 nccl_us += ev.time_range.elapsed_us()
     busy_us = busy_union(kernels)
     cpu_ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)[:12]
-    top_k = sorted(by_kernel.items(), key=lambda kv: kv[1], reverse=True)[:12]
+    top_k = sorted(by_kernel.items(), key=lambda kv: kv[1], reverse=True)[:24]
+    by_cat: dict[str, float] = {}
+    for name, us in by_kernel.items():
+        by_cat[category(name)] = by_cat.get(category(name), 0.0) + us
     return {
         "profiled_steps": steps,
         "wall_ms_per_step": round(1000 * wall_s / steps, 2),
@@ -59,6 +85,9 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
         "gpu_busy_fraction": round(busy_us / 1e6 / wall_s, 3) if wall_s else None,
         "nccl_kernel_ms_per_step": round(nccl_us / 1000 / steps, 2),
         "kernel_launches_per_step": len(kernels) // max(steps, 1),
+        "kernel_ms_per_step_by_category": {
+            c: round(t / 1000 / steps, 2) for c, t in sorted(by_cat.items(), key=lambda kv: -kv[1])
+        },
         "top_kernels_ms_per_step": [[n[:90], round(t / 1000 / steps, 2)] for n, t in top_k],
         "top_cpu_self_ms_per_step": [
             [e.key[:90], round(e.self_cpu_time_total / 1000 / steps, 2)] for e in cpu_ops

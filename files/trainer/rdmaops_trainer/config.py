@@ -174,6 +174,10 @@ class TrainConfig:
     # float8 matmuls in the Linear layers (torchao's tensor-wise recipe; not the output head), strategy ddp on
     # an H100-class GPU. Changes the numerics: off unless a recipe turns it on (rdmaops_trainer/float8.py).
     float8: bool = False
+    # the output head and the cross-entropy as one step whose forward also makes their gradients (a Triton
+    # kernel on CUDA; rdmaops_trainer/fused_loss.py): the (tokens x vocabulary) logits are never kept or
+    # read back. model.kind gpt2 with strategy ddp.
+    fused_loss: bool = False
     eval_every: int = 0
     # eval set size in global batches (eval_batches * global_batch_size sequences)
     eval_batches: int = 4
@@ -397,6 +401,11 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
             )
         if recipe.lora.enabled:
             raise RecipeError("train.float8: true with lora.enabled: not supported (frozen float8 bases)")
+    if t.fused_loss and (m.kind != "gpt2" or s.name != "ddp"):
+        raise RecipeError(
+            "train.fused_loss: true needs model.kind gpt2 with strategy.name ddp, not "
+            f"model.kind {m.kind!r} with strategy.name {s.name!r}"
+        )
     if recipe.lora.enabled:
         if not recipe.lora.target_modules:
             raise RecipeError("lora.target_modules: empty while lora.enabled is true")

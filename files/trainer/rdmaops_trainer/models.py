@@ -82,6 +82,8 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight
         self.gradient_checkpointing = False
+        # train.fused_loss: the head and the loss as one step (fused_loss.linear_cross_entropy)
+        self.fused_loss = False
         self.apply(self._init_weights)
         # GPT-2: residual projections scaled by 1/sqrt(2 * n_layer)
         for name, p in self.named_parameters():
@@ -113,11 +115,14 @@ class GPT(nn.Module):
         return x
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
-        x = self.run_blocks(self.embed(input_ids), self.h)
-        logits = self.lm_head(self.ln_f(x))
+        x = self.ln_f(self.run_blocks(self.embed(input_ids), self.h))
         if labels is None:
-            return logits
-        return lm_loss(logits, labels)
+            return self.lm_head(x)
+        if self.fused_loss:
+            from .fused_loss import linear_cross_entropy
+
+            return linear_cross_entropy(x, self.lm_head.weight, labels)
+        return lm_loss(self.lm_head(x), labels)
 
 
 class HFCausalLM(nn.Module):

@@ -28,6 +28,8 @@ class DDPStrategy(Strategy):
             if not self.rt.is_cuda:
                 raise RecipeError("train.float8: true needs a CUDA device; this rank runs on the CPU")
             self.float8_layers = float8.enable(self.raw)
+        if self.recipe.train.fused_loss:
+            self.raw.fused_loss = True
         opts = self.recipe.strategy.ddp
         if self.rt.world_size > 1:
             self.model = DDP(

@@ -1,0 +1,37 @@
+"""profile_trainer.py's kernel families, on kernel names from real H100 profiles (results/08, 11, 12)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"
+spec = importlib.util.spec_from_file_location("profile_trainer", BENCH / "profile_trainer.py")
+assert spec is not None and spec.loader is not None
+profile_trainer = importlib.util.module_from_spec(spec)
+sys.modules["profile_trainer"] = profile_trainer
+spec.loader.exec_module(profile_trainer)
+
+SEEN = {
+    "nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_NNN": "gemm",
+    "nvjet_sm90_tst_256x128_64x4_1x4_h_bz_coopA_splitK_NTT": "gemm",
+    "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1_cga1x1x": "attention",
+    "triton_red_fused__log_softmax__to_copy__unsafe_view_prepare_softmax_online_view_18": "cross_entropy",
+    "ce_rows": "cross_entropy",
+    "triton_per_fused__to_copy_add_native_layer_norm_backward_view_9": "layer_norm",
+    "triton_poi_fused_gelu_gelu_backward_view_6": "activation",
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>": "optimizer",
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL": "nccl",
+    "triton_poi_fused_add_mul_3": "other_fused",
+    "Memset (Device)": "memset_memcpy",
+}
+
+
+def test_kernels_fall_in_their_family() -> None:
+    assert {name: profile_trainer.category(name) for name in SEEN} == SEEN
+
+
+def test_busy_time_is_the_union_of_overlapping_kernels() -> None:
+    assert profile_trainer.busy_union([(0.0, 10.0), (5.0, 12.0), (20.0, 21.0)]) == 13.0
+    assert profile_trainer.busy_union([]) == 0.0
