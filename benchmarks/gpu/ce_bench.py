@@ -49,6 +49,7 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=50304)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--sweep", action="store_true", help="also time the kernel at other launch shapes")
     a = ap.parse_args()
     dev = torch.device(a.device)
     cast = torch.autocast(dev.type, dtype=torch.bfloat16) if dev.type == "cuda" else contextlib.nullcontext()
@@ -91,6 +92,21 @@ def main() -> None:
     out["ce_ms_kernel"] = round(
         timed(lambda: fused_loss.ce_rows(buf, labels, n_valid, -100, write_grad=True), a.iters, dev), 3
     )
+    if a.sweep and dev.type == "cuda":
+        from rdmaops_trainer import ce_kernel
+
+        sweep = {}
+        for block in (2048, 4096, 8192, 16384):
+            for warps in (4, 8, 16, 32):
+                ms = timed(
+                    lambda b=block, w=warps: ce_kernel.launch(  # type: ignore[misc]
+                        buf, labels, torch.empty(a.rows, device=dev), n_valid, -100, True, block=b, warps=w
+                    ),
+                    a.iters,
+                    dev,
+                )
+                sweep[f"{block}x{warps}"] = round(ms, 3)
+        out["ce_ms_kernel_by_block_x_warps"] = sweep
     if dev.type == "cuda":
         gbytes = 2 * logits.numel() * logits.element_size() / 1e9  # one read and one write of the logits
         out["ce_kernel_tb_per_s_one_read_one_write"] = round(gbytes / out["ce_ms_kernel"], 3)  # type: ignore[operator]

@@ -43,7 +43,8 @@ def busy_union(intervals: list[tuple[float, float]]) -> float:
 # GPU kernel families, first match wins: all of a step's kernel time by what it does, not only the top ones
 CATEGORIES: list[tuple[str, re.Pattern[str]]] = [
     ("nccl", re.compile(r"nccl", re.I)),
-    ("attention", re.compile(r"sdpa|flash|fmha|attention|attn", re.I)),
+    # cudnn::fusion::* are the helpers of cuDNN's fused attention backward (dO.O, dQ to 16 bits)
+    ("attention", re.compile(r"sdpa|flash|fmha|attention|attn|cudnn::fusion", re.I)),
     ("gemm", re.compile(r"nvjet|gemm|cutlass|xmma|cublas|_mm_|splitk", re.I)),
     ("cross_entropy", re.compile(r"log_softmax|ce_rows|cross_entropy|nll_loss", re.I)),
     ("layer_norm", re.compile(r"layer_norm|rms_norm", re.I)),

@@ -70,10 +70,12 @@ def launch(
     ignore_index: int,
     write_grad: bool,
     block: int | None = None,
+    warps: int = 4,
 ) -> None:
-    """Run ``ce_rows`` over every row of the 2-D ``logits``; ``block`` overrides the launch shape (tests)."""
+    """Run ``ce_rows`` over every row of the 2-D ``logits``; ``block`` and ``warps`` override the launch shape
+    (tests, benchmarks/gpu/ce_bench.py --sweep)."""
     rows, cols = logits.shape
-    size, warps = block_and_warps(cols) if block is None else (block, 4)
+    size, warps = block_and_warps(cols) if block is None else (block, warps)
     ce_rows[(rows,)](
         logits,
         logits.stride(0),

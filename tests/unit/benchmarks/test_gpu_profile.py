@@ -18,6 +18,7 @@ SEEN = {
     "nvjet_sm90_tst_256x128_64x4_1x4_h_bz_coopA_splitK_NTT": "gemm",
     "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64_1x4x1_cga1x1x": "attention",
     "triton_red_fused__log_softmax__to_copy__unsafe_view_prepare_softmax_online_view_18": "cross_entropy",
+    "void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int, unsigned ": "attention",
     "ce_rows": "cross_entropy",
     "triton_per_fused__to_copy_add_native_layer_norm_backward_view_9": "layer_norm",
     "triton_poi_fused_gelu_gelu_backward_view_6": "activation",
