@@ -53,8 +53,11 @@ class DDPStrategy(Strategy):
         with ctx:
             with self.autocast():
                 loss = self.forward(b["input_ids"], b["labels"])
+            # a copy: under CUDA graphs (TORCHINDUCTOR_CUDAGRAPHS=1) the backward's replay reuses the buffer
+            # the forward's loss lives in
+            value = loss.detach().clone()
             (loss * loss_scale).backward()
-        return loss.detach()
+        return value
 
     def optimizer_step(self, lr: float) -> torch.Tensor:
         assert self.optimizer is not None
