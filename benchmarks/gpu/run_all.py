@@ -445,8 +445,8 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     runs.append(
         trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro128 float8", "gpt2", 1, [*m128, *f8], fpt)
     )
-    # the head + cross-entropy as one step with the Triton kernel (train.fused_loss), and CUDA graphs through
-    # inductor (cudagraph trees: forward and backward replayed, no per-kernel launches)
+    # the head + cross-entropy as one step with the Triton kernel (train.fused_loss), and CUDA graphs
+    # (train.cuda_graphs: inductor's cudagraph trees replay forward and backward, no per-kernel launches)
     fl = ["train.fused_loss=true"]
     runs.append(
         trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} fused-loss", "gpt2", 1, [*gb_sets, *fl], fpt)
@@ -454,9 +454,15 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     runs.append(
         trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro128 fused-loss", "gpt2", 1, [*m128, *fl], fpt)
     )
-    r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} cudagraphs", "gpt2", 1, gb_sets, fpt)
-    r.env = {"TORCHINDUCTOR_CUDAGRAPHS": "1"}
-    runs.append(r)
+    cg = ["train.cuda_graphs=true"]
+    runs.append(
+        trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} cudagraphs", "gpt2", 1, [*gb_sets, *cg], fpt)
+    )
+    runs.append(
+        trainer_run(
+            a, f"exp trainer gpt2 ddp 1gpu gb{gb} fused-loss cudagraphs", "gpt2", 1, [*gb_sets, *fl, *cg], fpt
+        )
+    )
     r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} max-autotune", "gpt2", 1, gb_sets, fpt)
     r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
     runs.append(r)

@@ -178,6 +178,10 @@ class TrainConfig:
     # kernel on CUDA; rdmaops_trainer/fused_loss.py): the (tokens x vocabulary) logits are never kept or
     # read back. model.kind gpt2 with strategy ddp.
     fused_loss: bool = False
+    # replay each compiled forward and backward as one CUDA graph (inductor's cudagraph trees) instead of
+    # launching its kernels one by one; the gradients stay allocated between steps, so that accumulation
+    # adds into them and never keeps a graph's output buffer. strategy ddp with train.compile on CUDA.
+    cuda_graphs: bool = False
     eval_every: int = 0
     # eval set size in global batches (eval_batches * global_batch_size sequences)
     eval_batches: int = 4
@@ -405,6 +409,11 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         raise RecipeError(
             "train.fused_loss: true needs model.kind gpt2 with strategy.name ddp, not "
             f"model.kind {m.kind!r} with strategy.name {s.name!r}"
+        )
+    if t.cuda_graphs and (s.name != "ddp" or not t.compile or recipe.cluster.device == "cpu"):
+        raise RecipeError(
+            "train.cuda_graphs: true needs strategy.name ddp, train.compile true and a CUDA device, not "
+            f"strategy.name {s.name!r}, train.compile {t.compile}, cluster.device {recipe.cluster.device!r}"
         )
     if recipe.lora.enabled:
         if not recipe.lora.target_modules:

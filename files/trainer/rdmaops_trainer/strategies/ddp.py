@@ -44,6 +44,16 @@ class DDPStrategy(Strategy):
         # compile the wrapped module: DDPOptimizer splits the graph at bucket boundaries to keep overlap,
         # unless the recipe trades that overlap for one unsplit graph
         torch._dynamo.config.optimize_ddp = opts.optimize_ddp
+        self.cuda_graphs = self.recipe.train.cuda_graphs
+        if self.cuda_graphs:
+            import torch._inductor.config as inductor
+
+            inductor.triton.cudagraphs = True
+            # a graph's outputs live in its memory pool until the next replay: a gradient that AccumulateGrad
+            # took over as .grad would be overwritten by the next micro-batch, so .grad exists before it
+            for p in self.raw.parameters():
+                if p.requires_grad:
+                    p.grad = torch.zeros_like(p)
         self.forward: Any = torch.compile(self.model) if self.recipe.train.compile else self.model
 
     def forward_backward(self, batch: Batch, loss_scale: float, sync: bool) -> torch.Tensor:
@@ -51,10 +61,11 @@ class DDPStrategy(Strategy):
         model = self.module()
         ctx = model.no_sync() if (not sync and isinstance(model, DDP)) else contextlib.nullcontext()
         with ctx:
+            if self.cuda_graphs:
+                torch.compiler.cudagraph_mark_step_begin()
             with self.autocast():
                 loss = self.forward(b["input_ids"], b["labels"])
-            # a copy: under CUDA graphs (TORCHINDUCTOR_CUDAGRAPHS=1) the backward's replay reuses the buffer
-            # the forward's loss lives in
+            # a copy: under train.cuda_graphs the backward's replay may reuse the buffer of the forward's loss
             value = loss.detach().clone()
             (loss * loss_scale).backward()
         return value
@@ -65,7 +76,7 @@ class DDPStrategy(Strategy):
         clip = self.recipe.train.grad_clip or float("inf")
         norm = torch.nn.utils.clip_grad_norm_(self.trainable_parameters(), clip)
         self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(set_to_none=not self.cuda_graphs)
         return norm.detach()
 
     @torch.no_grad()
