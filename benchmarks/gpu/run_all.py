@@ -445,29 +445,23 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     runs.append(
         trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro128 float8", "gpt2", 1, [*m128, *f8], fpt)
     )
-    # the head + cross-entropy as one step with the Triton kernel (train.fused_loss), and CUDA graphs
-    # (train.cuda_graphs: inductor's cudagraph trees replay forward and backward, no per-kernel launches)
-    fl = ["train.fused_loss=true"]
-    runs.append(
-        trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} fused-loss", "gpt2", 1, [*gb_sets, *fl], fpt)
-    )
-    runs.append(
-        trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} micro128 fused-loss", "gpt2", 1, [*m128, *fl], fpt)
-    )
+    # the gpt2 recipe makes the head + cross-entropy one step with the Triton kernel (train.fused_loss); these
+    # rows turn it off to compare. CUDA graphs: train.cuda_graphs, inductor's cudagraph trees replay forward
+    # and backward, no per-kernel launches.
+    nofl = ["train.fused_loss=false"]
     cg = ["train.cuda_graphs=true"]
-    runs.append(
-        trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} cudagraphs", "gpt2", 1, [*gb_sets, *cg], fpt)
-    )
-    runs.append(
-        trainer_run(
-            a, f"exp trainer gpt2 ddp 1gpu gb{gb} fused-loss cudagraphs", "gpt2", 1, [*gb_sets, *fl, *cg], fpt
-        )
-    )
+    for label, sets in (
+        ("unfused", [*gb_sets, *nofl]),
+        ("micro128 unfused", [*m128, *nofl]),
+        ("cudagraphs", [*gb_sets, *cg]),
+        ("unfused cudagraphs", [*gb_sets, *nofl, *cg]),
+    ):
+        runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} {label}", "gpt2", 1, sets, fpt))
     r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} max-autotune", "gpt2", 1, gb_sets, fpt)
     r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
     runs.append(r)
     gprof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
-    for label, extra in (("", []), (" cudnn", cud), (" fused-loss", fl)):
+    for label, extra in (("", []), (" cudnn", cud), (" unfused", nofl)):
         r = trainer_run(
             a, f"exp profile gpt2 1gpu gb{gb}{label}", "gpt2", 1, [*gb_sets, *extra, "train.steps=6"], fpt
         )

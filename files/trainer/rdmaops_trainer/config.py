@@ -408,7 +408,7 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
     if t.fused_loss and (m.kind != "gpt2" or s.name != "ddp"):
         raise RecipeError(
             "train.fused_loss: true needs model.kind gpt2 with strategy.name ddp, not "
-            f"model.kind {m.kind!r} with strategy.name {s.name!r}"
+            f"model.kind {m.kind!r} with strategy.name {s.name!r} (set train.fused_loss=false)"
         )
     if t.cuda_graphs and (s.name != "ddp" or not t.compile or recipe.cluster.device == "cpu"):
         raise RecipeError(
