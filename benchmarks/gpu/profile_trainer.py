@@ -67,7 +67,12 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
     nccl_us = 0.0
     by_kernel: dict[str, float] = {}
     for ev in prof.events():
-        if cuda and ev.device_type == torch.autograd.DeviceType.CUDA:
+        # a GPU user annotation ("nccl:_reduce_scatter_base") spans the kernel it names: not a kernel itself
+        if (
+            cuda
+            and ev.device_type == torch.autograd.DeviceType.CUDA
+            and not getattr(ev, "is_user_annotation", False)
+        ):
             start = ev.time_range.start
             kernels.append((start, start + ev.time_range.elapsed_us()))
             by_kernel[ev.name] = by_kernel.get(ev.name, 0.0) + ev.time_range.elapsed_us()

@@ -5,6 +5,10 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import torch
 
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"
 spec = importlib.util.spec_from_file_location("profile_trainer", BENCH / "profile_trainer.py")
@@ -36,3 +40,41 @@ def test_kernels_fall_in_their_family() -> None:
 def test_busy_time_is_the_union_of_overlapping_kernels() -> None:
     assert profile_trainer.busy_union([(0.0, 10.0), (5.0, 12.0), (20.0, 21.0)]) == 13.0
     assert profile_trainer.busy_union([]) == 0.0
+
+
+class FakeProfile:
+    """The two calls summarize makes: events() and key_averages()."""
+
+    def __init__(self, events: list[Any]) -> None:
+        self._events = events
+
+    def events(self) -> list[Any]:
+        return self._events
+
+    def key_averages(self) -> list[Any]:
+        return []
+
+
+def kernel(name: str, start: float, us: float, annotation: bool = False) -> SimpleNamespace:
+    span = SimpleNamespace(start=start, elapsed_us=lambda: us)
+    return SimpleNamespace(
+        name=name, device_type=torch.autograd.DeviceType.CUDA, time_range=span, is_user_annotation=annotation
+    )
+
+
+def test_nccl_annotations_do_not_count_as_kernels() -> None:
+    """torch 2.11 records "nccl:_reduce_scatter_base" on the GPU timeline over the NCCL kernel (call 18)."""
+    prof = FakeProfile(
+        [
+            kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 0.0, 1000.0),
+            kernel(
+                "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 500.0, 800.0
+            ),
+            kernel("nccl:_reduce_scatter_base", 500.0, 800.0, annotation=True),
+        ]
+    )
+    out = profile_trainer.summarize(prof, steps=1, wall_s=0.002, cuda=True)
+    assert out["nccl_kernel_ms_per_step"] == 0.8
+    assert out["kernel_ms_per_step_by_category"] == {"gemm": 1.0, "nccl": 0.8}
+    assert out["kernel_launches_per_step"] == 2
+    assert out["gpu_busy_ms_per_step"] == 1.3
