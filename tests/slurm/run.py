@@ -78,14 +78,34 @@ def handler_result(out: str, name: str) -> str:
     return "changed" if "changed:" in block else "skipping"
 
 
+IDLE_WAIT_S = 90
+
+
+def idle_nodes(lab: SlurmLab) -> tuple[list[str], str]:
+    """The nodes sinfo shows idle (not idle*, which is not responding), and sinfo's lines."""
+    out = lab.ssh(lab.hosts[0], "sinfo --noheader --Node --format='%N %t'").stdout
+    return sorted(line.split()[0] for line in out.splitlines() if line.endswith(" idle")), out
+
+
 def case_srun(lab: SlurmLab) -> None:
-    states = lab.ssh(lab.hosts[0], "sinfo --noheader --Node --format='%N %t'").stdout.split("\n")
-    idle = sorted(line.split()[0] for line in states if line.endswith(" idle"))
+    # A node slurmctld could not reach at its last ping shows "idle*" (not responding) and srun waits for it:
+    # ci29 hung 60 s here right after the mesh safety step, whose netplan changes and rollbacks touch the
+    # nodes' networking. So wait (bounded) for every node to be idle, and show sinfo if one is not.
+    start = time.monotonic()
+    idle, states = idle_nodes(lab)
+    while idle != sorted(lab.hosts) and time.monotonic() - start < IDLE_WAIT_S:
+        time.sleep(2)
+        idle, states = idle_nodes(lab)
+    waited = time.monotonic() - start
+    check(
+        "every node idle in sinfo",
+        idle == sorted(lab.hosts),
+        f"after {waited:.1f} s; sinfo: {' / '.join(states.splitlines())}",
+    )
     start = time.monotonic()
     res = lab.ssh(lab.hosts[0], f"srun -N{len(lab.hosts)} --ntasks-per-node=1 hostname")
     took = time.monotonic() - start
     names = sorted(res.stdout.split())
-    check("every node idle in sinfo", idle == sorted(lab.hosts), f"idle: {', '.join(idle)}")
     check(
         f"srun -N{len(lab.hosts)} hostname answers from every node",
         res.returncode == 0 and names == sorted(lab.hosts),
