@@ -204,8 +204,9 @@ def build_model(
     torch.manual_seed(recipe.seed)
     if m.kind == "gpt2":
         with torch.device(device):
-            model: nn.Module = GPT(gpt_config(recipe, vocab_size))
-        return model.to(dtype) if dtype != torch.float32 else model
+            gpt = GPT(gpt_config(recipe, vocab_size))
+        gpt.fused_loss = recipe.train.fused_loss
+        return gpt.to(dtype) if dtype != torch.float32 else gpt
     from transformers import AutoModelForCausalLM
 
     cfg = hf_config(recipe)

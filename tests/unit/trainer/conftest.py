@@ -36,6 +36,15 @@ def _import_dynamo_with_builtin_intern() -> None:
 _import_dynamo_with_builtin_intern()
 
 
+def refusal(recipe: str, overrides: list[str]) -> str:
+    """The RecipeError message load_recipe gives for the recipe with these overrides (it must refuse)."""
+    from rdmaops_trainer.config import RecipeError, load_recipe
+
+    with pytest.raises(RecipeError) as err:
+        load_recipe(recipe, overrides)
+    return str(err.value)
+
+
 def trainer_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(TRAINER_DIR), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
+from conftest import refusal
 from rdmaops_trainer import float8
 from rdmaops_trainer.config import RecipeError, load_recipe
 from rdmaops_trainer.models import build_model
@@ -36,9 +37,7 @@ def test_a_recipe_that_float8_cannot_run_is_named() -> None:
         "train.precision=fp32": "with train.precision 'fp32'",
     }
     for override, message in cases.items():
-        with pytest.raises(RecipeError) as err:
-            load_recipe("tiny", [*GPU, override])
-        assert message in str(err.value)
+        assert message in refusal("tiny", [*GPU, override])
 
 
 def test_without_torchao_the_error_says_so(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,8 +28,6 @@ class DDPStrategy(Strategy):
             if not self.rt.is_cuda:
                 raise RecipeError("train.float8: true needs a CUDA device; this rank runs on the CPU")
             self.float8_layers = float8.enable(self.raw)
-        if self.recipe.train.fused_loss:
-            self.raw.fused_loss = True
         opts = self.recipe.strategy.ddp
         if self.rt.world_size > 1:
             self.model = DDP(
@@ -65,8 +63,8 @@ class DDPStrategy(Strategy):
                 torch.compiler.cudagraph_mark_step_begin()
             with self.autocast():
                 loss = self.forward(b["input_ids"], b["labels"])
-            # a copy: under train.cuda_graphs the backward's replay may reuse the buffer of the forward's loss
-            value = loss.detach().clone()
+            # under train.cuda_graphs the backward's replay may reuse the buffer of the forward's loss
+            value = loss.detach().clone() if self.cuda_graphs else loss.detach()
             (loss * loss_scale).backward()
         return value
 
