@@ -448,20 +448,24 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     # the gpt2 recipe makes the head + cross-entropy one step with the Triton kernel (train.fused_loss); these
     # rows turn it off to compare. CUDA graphs: train.cuda_graphs, inductor's cudagraph trees replay forward
     # and backward, no per-kernel launches.
+    # bf16res: the residual stream in bf16 (train.bf16_residual), not autocast's fp32
     nofl = ["train.fused_loss=false"]
     cg = ["train.cuda_graphs=true"]
+    bres = ["train.bf16_residual=true"]
     for label, sets in (
         ("unfused", [*gb_sets, *nofl]),
         ("micro128 unfused", [*m128, *nofl]),
         ("cudagraphs", [*gb_sets, *cg]),
         ("unfused cudagraphs", [*gb_sets, *nofl, *cg]),
+        ("bf16res", [*gb_sets, *bres]),
+        ("micro128 bf16res", [*m128, *bres]),
     ):
         runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} {label}", "gpt2", 1, sets, fpt))
     r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} max-autotune", "gpt2", 1, gb_sets, fpt)
     r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
     runs.append(r)
     gprof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
-    for label, extra in (("", []), (" cudnn", cud), (" unfused", nofl)):
+    for label, extra in (("", []), (" cudnn", cud), (" unfused", nofl), (" bf16res", bres)):
         r = trainer_run(
             a, f"exp profile gpt2 1gpu gb{gb}{label}", "gpt2", 1, [*gb_sets, *extra, "train.steps=6"], fpt
         )

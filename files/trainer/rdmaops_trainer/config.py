@@ -182,6 +182,11 @@ class TrainConfig:
     # launching its kernels one by one; the gradients stay allocated between steps, so that accumulation
     # adds into them and never keeps a graph's output buffer. strategy ddp with train.compile on CUDA.
     cuda_graphs: bool = False
+    # keep the residual stream (the activations between blocks, and so their gradients) in bf16 instead of the
+    # fp32 that autocast leaves it in under fp32 weights: half the bytes for every LayerNorm and residual add.
+    # FSDP2 (bf16 param_dtype), ZeRO-3 and Megatron (without --fp32-residual-connection) run this way already.
+    # model.kind gpt2 with strategy ddp and train.precision bf16; changes the numerics, so off by default.
+    bf16_residual: bool = False
     eval_every: int = 0
     # eval set size in global batches (eval_batches * global_batch_size sequences)
     eval_batches: int = 4
@@ -409,6 +414,12 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         raise RecipeError(
             "train.fused_loss: true needs model.kind gpt2 with strategy.name ddp, not "
             f"model.kind {m.kind!r} with strategy.name {s.name!r} (set train.fused_loss=false)"
+        )
+    if t.bf16_residual and (m.kind != "gpt2" or s.name != "ddp" or t.precision == "fp32"):
+        raise RecipeError(
+            "train.bf16_residual: true needs model.kind gpt2 with strategy.name ddp and bf16 compute, not "
+            f"model.kind {m.kind!r}, strategy.name {s.name!r}, train.precision {t.precision!r} "
+            "(set train.bf16_residual=false)"
         )
     if t.cuda_graphs and (s.name != "ddp" or not t.compile or recipe.cluster.device == "cpu"):
         raise RecipeError(

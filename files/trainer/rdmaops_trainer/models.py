@@ -84,6 +84,8 @@ class GPT(nn.Module):
         self.gradient_checkpointing = False
         # train.fused_loss: the head and the loss as one step (fused_loss.linear_cross_entropy)
         self.fused_loss = False
+        # train.bf16_residual: the dtype of the residual stream; None leaves it as autocast makes it (fp32)
+        self.residual_dtype: torch.dtype | None = None
         self.apply(self._init_weights)
         # GPT-2: residual projections scaled by 1/sqrt(2 * n_layer)
         for name, p in self.named_parameters():
@@ -104,7 +106,9 @@ class GPT(nn.Module):
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         pos = torch.arange(input_ids.size(1), device=input_ids.device)
-        return self.drop(self.wte(input_ids) + self.wpe(pos))
+        x = self.drop(self.wte(input_ids) + self.wpe(pos))
+        # every block adds its bf16 output to x, so the stream keeps x's dtype from here on
+        return x if self.residual_dtype is None else x.to(self.residual_dtype)
 
     def run_blocks(self, x: torch.Tensor, blocks: nn.ModuleList | list[nn.Module]) -> torch.Tensor:
         for block in blocks:
@@ -206,6 +210,7 @@ def build_model(
         with torch.device(device):
             gpt = GPT(gpt_config(recipe, vocab_size))
         gpt.fused_loss = recipe.train.fused_loss
+        gpt.residual_dtype = torch.bfloat16 if recipe.train.bf16_residual else None
         return gpt.to(dtype) if dtype != torch.float32 else gpt
     from transformers import AutoModelForCausalLM
 

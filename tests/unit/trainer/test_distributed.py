@@ -16,6 +16,8 @@ from conftest import assert_close, eval_losses, losses, records, run_trainer, ti
 AGREE = 1e-5
 # a resume on the same world size replays the identical computation
 EXACT = 1e-6
+# bf16 matmuls and a bf16 residual stream against the fp32 reference (4e-4 at most seen)
+BF16 = 2e-3
 
 
 @pytest.fixture(scope="module")
@@ -112,6 +114,17 @@ def test_ddp_with_the_fused_loss_matches_fsdp2(runs: Path, fsdp2_ref: Path) -> N
     assert_close(eval_losses(out), eval_losses(fsdp2_ref), AGREE, range(4, 9, 4))
     # the fused step ran: dynamo's graph ends where it starts (counted once per frame DDP's wrapper adds)
     assert records(out, "end")[0]["graph_breaks"] >= 1
+
+
+def test_ddp_with_a_bf16_residual_stream_trains_like_fsdp2(runs: Path, fsdp2_ref: Path) -> None:
+    """The gpt2 recipe's settings on 2 compiled DDP ranks: bf16 autocast, the fused loss and the bf16 residual
+    stream train as the fp32 FSDP2 reference, to bf16's precision."""
+    out = runs / "ddp-bf16-residual"
+    sets = ["strategy.name=ddp", "train.compile=true", "train.fused_loss=true", "train.precision=bf16"]
+    run_trainer(2, *tiny_args(out, 2, *sets, "train.bf16_residual=true"))
+    curve = losses(out)
+    assert_falls(curve)
+    assert_close(curve, losses(fsdp2_ref), BF16, range(1, 9))
 
 
 def test_pipeline_trains_and_matches_unsplit_model(runs: Path, fsdp2_ref: Path) -> None:

@@ -28,6 +28,13 @@ class DDPStrategy(Strategy):
             if not self.rt.is_cuda:
                 raise RecipeError("train.float8: true needs a CUDA device; this rank runs on the CPU")
             self.float8_layers = float8.enable(self.raw)
+        if self.recipe.train.bf16_residual and self.rt.compute_dtype != torch.bfloat16:
+            # precision auto on a CPU-only rank: fp32 weights would meet bf16 activations outside autocast
+            raise RecipeError(
+                "train.bf16_residual: true needs bf16 compute; this rank computes in "
+                f"{self.rt.compute_dtype} (train.precision {self.recipe.train.precision!r} on "
+                f"{self.rt.device.type})"
+            )
         opts = self.recipe.strategy.ddp
         if self.rt.world_size > 1:
             self.model = DDP(
