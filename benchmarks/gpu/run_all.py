@@ -459,8 +459,17 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         ("unfused cudagraphs", [*gb_sets, *nofl, *cg]),
         ("bf16res", [*gb_sets, *bres]),
         ("micro128 bf16res", [*m128, *bres]),
+        ("fp32res", [*gb_sets, "train.bf16_residual=false"]),
     ):
         runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} {label}", "gpt2", 1, sets, fpt))
+    # the residual stream's dtype on a loss that falls (the generated corpus, byte tokens; the random tokens
+    # of the throughput rows teach nothing): 300 steps of 64 sequences, fp32 and bf16 stream side by side
+    conv = ["data.kind=generated", "data.generated_docs=80000", "tokenizer.kind=byte", f"data.seq_len={seq}"]
+    conv += ["train.global_batch_size=64", "train.micro_batch_size=64", "train.steps=300"]
+    conv += ["train.warmup_steps=30", "train.log_every=10", "train.eval_every=50"]
+    for label, flag in (("fp32res", "false"), ("bf16res", "true")):
+        sets = [*conv, f"train.bf16_residual={flag}"]
+        runs.append(trainer_run(a, f"exp converge gpt2 1gpu {label}", "gpt2", 1, sets, fpt))
     r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} max-autotune", "gpt2", 1, gb_sets, fpt)
     r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
     runs.append(r)
