@@ -145,7 +145,9 @@ def load_datasets(recipe: Recipe, tok: Tokenizer | None, vocab: int) -> tuple[Pa
     else:
         records = read_jsonl(Path(str(d.path)), d.format)
     blocks = pack(*tokenize_records(records, tok, d.assistant_only_loss), d.seq_len)
-    if d.eval_path:
+    # eval_path belongs to jsonl (as in required_paths): a jsonl recipe switched to data.kind=generated keeps
+    # its key but evaluates on the corpus's own held-out share
+    if d.kind == "jsonl" and d.eval_path:
         eval_blocks = pack(
             *tokenize_records(read_jsonl(Path(d.eval_path), d.format), tok, d.assistant_only_loss), d.seq_len
         )
