@@ -474,7 +474,8 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
     runs.append(r)
     gprof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
-    for label, extra in (("", []), (" cudnn", cud), (" unfused", nofl), (" bf16res", bres)):
+    profiled = (("", []), (" cudnn", cud), (" unfused", nofl), (" bf16res", bres), (" cudagraphs", cg))
+    for label, extra in profiled:
         r = trainer_run(
             a, f"exp profile gpt2 1gpu gb{gb}{label}", "gpt2", 1, [*gb_sets, *extra, "train.steps=6"], fpt
         )
