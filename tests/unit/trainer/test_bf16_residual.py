@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pytest
 import torch
 from conftest import refusal
@@ -14,9 +16,17 @@ ON = ["strategy.name=ddp", "train.precision=bf16", "train.bf16_residual=true"]
 OFF = ["strategy.name=ddp", "train.precision=bf16"]
 
 
-def run(overrides: list[str]) -> tuple[torch.Tensor, dict[str, torch.Tensor], list[torch.dtype], torch.dtype]:
-    """One bf16-autocast forward + backward of the tiny GPT: loss, gradients, the dtype of every block's input
-    and of the gradient that flows back into the first block."""
+class Pass(NamedTuple):
+    loss: torch.Tensor
+    grads: dict[str, torch.Tensor]
+    # dtype of every block's input and of the final LayerNorm's
+    stream: list[torch.dtype]
+    # dtype of the gradient that flows back into the first block
+    stream_grad: torch.dtype
+
+
+def run(overrides: list[str]) -> Pass:
+    """One bf16-autocast forward + backward of the tiny GPT."""
     model = build_model(load_recipe("tiny", overrides), vocab_size=257)
     seen: list[torch.dtype] = []
     grad_dtype: list[torch.dtype] = []
@@ -35,28 +45,26 @@ def run(overrides: list[str]) -> tuple[torch.Tensor, dict[str, torch.Tensor], li
         loss = model(ids, labels)
     loss.backward()
     grads = {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
-    return loss.detach(), grads, seen, grad_dtype[0]
+    return Pass(loss.detach(), grads, seen, grad_dtype[0])
 
 
 def test_the_stream_between_blocks_is_bf16_only_when_asked() -> None:
-    _, _, seen, grad = run(ON)
-    assert seen == [torch.bfloat16] * 3  # 2 blocks and the final LayerNorm
-    assert grad == torch.bfloat16
-    _, _, seen, grad = run(OFF)
-    assert seen == [torch.float32] * 3
-    assert grad == torch.float32
+    on, off = run(ON), run(OFF)
+    assert on.stream == [torch.bfloat16] * 3  # 2 blocks and the final LayerNorm
+    assert on.stream_grad == torch.bfloat16
+    assert off.stream == [torch.float32] * 3
+    assert off.stream_grad == torch.float32
 
 
 def test_it_trains_like_the_fp32_stream_up_to_bf16_rounding() -> None:
     """Same weights, same batch: the loss and every weight's gradient (fp32, the weights stay fp32) agree
     to bf16's precision, not exactly."""
-    loss_on, g_on, _, _ = run(ON)
-    loss_off, g_off, _, _ = run(OFF)
-    assert g_on.keys() == g_off.keys() and "wte.weight" in g_on
-    assert abs(float(loss_on) - float(loss_off)) < 2e-2 and not torch.equal(loss_on, loss_off)
-    for name in g_on:
-        assert g_on[name].dtype == torch.float32
-        cos = torch.nn.functional.cosine_similarity(g_on[name].flatten(), g_off[name].flatten(), dim=0)
+    on, off = run(ON), run(OFF)
+    assert on.grads.keys() == off.grads.keys() and "wte.weight" in on.grads
+    assert abs(float(on.loss) - float(off.loss)) < 2e-2 and not torch.equal(on.loss, off.loss)
+    for name, grad in on.grads.items():
+        assert grad.dtype == torch.float32
+        cos = torch.nn.functional.cosine_similarity(grad.flatten(), off.grads[name].flatten(), dim=0)
         assert cos > 0.99, f"{name}: cosine {float(cos):.4f}"
 
 
