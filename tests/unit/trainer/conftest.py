@@ -45,6 +45,14 @@ def refusal(recipe: str, overrides: list[str]) -> str:
     return str(err.value)
 
 
+def assert_refused(recipe: str, base: list[str], cases: dict[str, str], every: str = "") -> None:
+    """Each override of ``cases`` added to ``base`` is refused with its message (and with ``every``)."""
+    for override, message in cases.items():
+        refused = refusal(recipe, [*base, override])
+        assert message in refused, override
+        assert every in refused, override
+
+
 def trainer_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(TRAINER_DIR), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)

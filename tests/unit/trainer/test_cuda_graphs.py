@@ -12,7 +12,7 @@ import dataclasses
 import pytest
 import torch
 import torch._inductor.config as inductor
-from conftest import refusal
+from conftest import assert_refused
 from rdmaops_trainer.config import load_recipe
 from rdmaops_trainer.models import build_model
 from rdmaops_trainer.runtime import resolve_runtime
@@ -28,11 +28,8 @@ def test_a_recipe_cuda_graphs_cannot_run_is_named() -> None:
         "train.compile=false": "train.compile False",
         "cluster.device=cpu": "cluster.device 'cpu'",
     }
-    for override, message in cases.items():
-        refused = refusal("tiny", [*GPU, override])
-        want = "train.cuda_graphs: true needs strategy.name ddp, train.compile true and a CUDA device"
-        assert want in refused
-        assert message in refused
+    want = "train.cuda_graphs: true needs strategy.name ddp, train.compile true and a CUDA device"
+    assert_refused("tiny", GPU, cases, every=want)
 
 
 def batch(seed: int) -> dict[str, torch.Tensor]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import refusal
+from conftest import assert_refused
 from rdmaops_trainer import float8
 from rdmaops_trainer.config import RecipeError, load_recipe
 from rdmaops_trainer.models import build_model
@@ -36,8 +36,7 @@ def test_a_recipe_that_float8_cannot_run_is_named() -> None:
         "cluster.device=cpu": "float8 tensor cores and bf16 precision, not cluster.device 'cpu'",
         "train.precision=fp32": "with train.precision 'fp32'",
     }
-    for override, message in cases.items():
-        assert message in refusal("tiny", [*GPU, override])
+    assert_refused("tiny", GPU, cases)
 
 
 def test_without_torchao_the_error_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
