@@ -452,6 +452,8 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     nofl = ["train.fused_loss=false"]
     cg = ["train.cuda_graphs=true"]
     bres = ["train.bf16_residual=true"]
+    # fusedmlp: bias + GELU and their gradients in cuBLASLt's GEMM epilogues (train.fused_mlp)
+    fmlp = ["train.fused_mlp=true"]
     for label, sets in (
         ("unfused", [*gb_sets, *nofl]),
         ("micro128 unfused", [*m128, *nofl]),
@@ -460,6 +462,8 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         ("bf16res", [*gb_sets, *bres]),
         ("micro128 bf16res", [*m128, *bres]),
         ("fp32res", [*gb_sets, "train.bf16_residual=false"]),
+        ("fusedmlp", [*gb_sets, *fmlp]),
+        ("micro128 fusedmlp", [*m128, *fmlp]),
     ):
         runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} {label}", "gpt2", 1, sets, fpt))
     # the residual stream's dtype on a loss that falls (the generated corpus, byte tokens; the random tokens
@@ -470,11 +474,21 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     for label, flag in (("fp32res", "false"), ("bf16res", "true")):
         sets = [*conv, f"train.bf16_residual={flag}"]
         runs.append(trainer_run(a, f"exp converge gpt2 1gpu {label}", "gpt2", 1, sets, fpt))
+    runs.append(trainer_run(a, "exp converge gpt2 1gpu fusedmlp", "gpt2", 1, [*conv, *fmlp], fpt))
+    # the fused MLP alone: GELU form, errors against fp32, ms per forward + backward (no trainer)
+    runs.append(Run("exp mlp epilogue 1gpu", [py, str(HERE / "mlp_epilogue.py")], 1, fpt))
     r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} max-autotune", "gpt2", 1, gb_sets, fpt)
     r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
     runs.append(r)
     gprof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
-    profiled = (("", []), (" cudnn", cud), (" unfused", nofl), (" bf16res", bres), (" cudagraphs", cg))
+    profiled = (
+        ("", []),
+        (" cudnn", cud),
+        (" unfused", nofl),
+        (" bf16res", bres),
+        (" cudagraphs", cg),
+        (" fusedmlp", fmlp),
+    )
     for label, extra in profiled:
         r = trainer_run(
             a, f"exp profile gpt2 1gpu gb{gb}{label}", "gpt2", 1, [*gb_sets, *extra, "train.steps=6"], fpt

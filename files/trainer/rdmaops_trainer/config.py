@@ -187,6 +187,11 @@ class TrainConfig:
     # FSDP2 (bf16 param_dtype), ZeRO-3 and Megatron (without --fp32-residual-connection) run this way already.
     # model.kind gpt2 with strategy ddp and train.precision bf16; changes the numerics, so off by default.
     bf16_residual: bool = False
+    # GPT-2's MLP through cuBLASLt's GELU epilogues: the bias and GELU computed by the first GEMM's epilogue,
+    # and in the backward the GELU gradient and the bias gradient by the second GEMM's (ctypes to the
+    # libcublasLt torch loads; rdmaops_trainer/fused_mlp.py). Saves the GELU kernels' memory traffic.
+    # model.kind gpt2 with biases, strategy ddp, bf16 compute; on a CPU rank the same plan runs in torch ops.
+    fused_mlp: bool = False
     eval_every: int = 0
     # eval set size in global batches (eval_batches * global_batch_size sequences)
     eval_batches: int = 4
@@ -420,6 +425,16 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
             "train.bf16_residual: true needs model.kind gpt2 with strategy.name ddp and bf16 compute, not "
             f"model.kind {m.kind!r}, strategy.name {s.name!r}, train.precision {t.precision!r} "
             "(set train.bf16_residual=false)"
+        )
+    if t.fused_mlp and (m.kind != "gpt2" or s.name != "ddp" or t.precision == "fp32"):
+        raise RecipeError(
+            "train.fused_mlp: true needs model.kind gpt2 with strategy.name ddp and bf16 compute, not "
+            f"model.kind {m.kind!r}, strategy.name {s.name!r}, train.precision {t.precision!r} "
+            "(set train.fused_mlp=false)"
+        )
+    if t.fused_mlp and not m.config.get("bias", True):
+        raise RecipeError(
+            "train.fused_mlp: true needs model.config.bias true: the GELU epilogue adds the bias"
         )
     if t.cuda_graphs and (s.name != "ddp" or not t.compile or recipe.cluster.device == "cpu"):
         raise RecipeError(

@@ -45,8 +45,14 @@ class MLP(nn.Module):
         super().__init__()
         self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
         self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
+        # train.fused_mlp: bias + GELU in cuBLASLt's GEMM epilogues (fused_mlp.mlp)
+        self.fused = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fused:
+            from .fused_mlp import mlp
+
+            return mlp(x, self.c_fc, self.c_proj)
         return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
 
 
@@ -211,6 +217,9 @@ def build_model(
             gpt = GPT(gpt_config(recipe, vocab_size))
         gpt.fused_loss = recipe.train.fused_loss
         gpt.residual_dtype = torch.bfloat16 if recipe.train.bf16_residual else None
+        for module in gpt.modules():
+            if isinstance(module, MLP):
+                module.fused = recipe.train.fused_mlp
         return gpt.to(dtype) if dtype != torch.float32 else gpt
     from transformers import AutoModelForCausalLM
 

@@ -127,6 +127,16 @@ def test_ddp_with_a_bf16_residual_stream_trains_like_fsdp2(runs: Path, fsdp2_ref
     assert_close(curve, losses(fsdp2_ref), BF16, range(1, 9))
 
 
+def test_ddp_with_the_mlp_in_gemm_epilogues_matches_fsdp2(runs: Path, fsdp2_ref: Path) -> None:
+    """train.fused_mlp on 2 compiled DDP ranks (fp32 on the CPU, where the cuBLASLt plans run in torch ops):
+    inductor compiles around the custom ops, and the run trains as the FSDP2 reference to fp32 rounding."""
+    out = runs / "ddp-fused-mlp"
+    sets = ["strategy.name=ddp", "train.eval_every=4", "train.compile=true", "train.precision=auto"]
+    run_trainer(2, *tiny_args(out, 2, *sets, "train.fused_mlp=true"))
+    assert_close(losses(out), losses(fsdp2_ref), AGREE, range(1, 9))
+    assert_close(eval_losses(out), eval_losses(fsdp2_ref), AGREE, range(4, 9, 4))
+
+
 def test_pipeline_trains_and_matches_unsplit_model(runs: Path, fsdp2_ref: Path) -> None:
     """2 stages x 1F1B with 3 micro-batches of 4 sequences vs the unsplit model (same init and data)."""
     out = runs / "pipeline"

@@ -1,0 +1,105 @@
+"""``train.fused_mlp``: GPT-2's MLP with the bias + GELU in a GEMM's epilogue, forward and backward.
+
+Unfused, torch.compile runs the MLP's GELU as two memory-bound kernels per layer and micro-batch: the forward
+reads the first GEMM's output and writes its GELU, the backward reads the GELU input and the incoming gradient
+and writes their product (80 ms of a 966 ms GPT-2 step on an H100, docs/benchmarks.md). Here cuBLASLt's
+epilogues do that work while the GEMM's tile is still on chip:
+
+* forward: one GEMM writes ``pre = x @ w_fc.T + b_fc`` and ``h = gelu(pre)``; then ``y = h @ w_proj.T +
+  b_proj``;
+* backward: one GEMM writes ``dpre = (dy @ w_proj) * gelu'(pre)`` and ``b_fc``'s gradient; the weight and
+  input gradients are plain GEMMs.
+
+The two epilogue GEMMs are custom ops (``rdmaops::gelu_linear``, ``rdmaops::linear_dgelu``) that torch.compile
+keeps as calls and everything around them compiles as usual. On the CPU they run ``cublaslt.run_reference``,
+the same column-major plan in torch ops. GELU is the tanh approximation that the unfused model uses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from . import cublaslt
+
+
+@torch.library.custom_op("rdmaops::gelu_linear", mutates_args=())
+def gelu_linear(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(gelu(pre), pre)`` with ``pre = x @ weight.T + bias``; x (tokens x in), weight (out x in)."""
+    tokens, out_features = x.size(0), weight.size(0)
+    h = x.new_empty(tokens, out_features)
+    pre = x.new_empty(tokens, out_features)
+    g = cublaslt.plan_gelu_linear(tokens, x.size(1), out_features)
+    cublaslt.run(g, weight.contiguous(), x.contiguous(), h, bias.contiguous(), pre)
+    return h, pre
+
+
+@gelu_linear.register_fake
+def _gelu_linear_fake(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return x.new_empty(x.size(0), weight.size(0)), x.new_empty(x.size(0), weight.size(0))
+
+
+@torch.library.custom_op("rdmaops::linear_dgelu", mutates_args=())
+def linear_dgelu(
+    grad: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(dpre, dbias)``: dpre = (grad @ weight) * gelu'(pre), dbias = dpre.sum(0); grad (tokens x out),
+    weight (out x hidden), pre (tokens x hidden)."""
+    tokens, hidden = pre.shape
+    dpre = pre.new_empty(tokens, hidden)
+    dbias = pre.new_empty(hidden)
+    g = cublaslt.plan_linear_dgelu(tokens, hidden, weight.size(0))
+    cublaslt.run(g, weight.contiguous(), grad.contiguous(), dpre, dbias, pre.contiguous())
+    return dpre, dbias
+
+
+@linear_dgelu.register_fake
+def _linear_dgelu_fake(
+    grad: torch.Tensor, weight: torch.Tensor, pre: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    return pre.new_empty(pre.shape), pre.new_empty(pre.size(1))
+
+
+class FusedMLP(torch.autograd.Function):
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        x: torch.Tensor,
+        w_fc: torch.Tensor,
+        b_fc: torch.Tensor,
+        w_proj: torch.Tensor,
+        b_proj: torch.Tensor,
+    ) -> torch.Tensor:
+        h, pre = torch.ops.rdmaops.gelu_linear(x, w_fc, b_fc)
+        ctx.save_for_backward(x, w_fc, w_proj, h, pre)
+        return torch.addmm(b_proj, h, w_proj.t())
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, ...]:  # type: ignore[override]
+        x, w_fc, w_proj, h, pre = ctx.saved_tensors
+        grad = grad.contiguous()
+        dpre, db_fc = torch.ops.rdmaops.linear_dgelu(grad, w_proj, pre)
+        return dpre @ w_fc, dpre.t() @ x, db_fc, grad.t() @ h, grad.sum(0)
+
+
+def mlp(x: torch.Tensor, fc: nn.Linear, proj: nn.Linear) -> torch.Tensor:
+    """``proj(gelu(fc(x)))`` for x (..., in) in autocast's dtype where it is on, else x's."""
+    kind = x.device.type
+    dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype
+    if fc.bias is None or proj.bias is None:
+        raise ValueError("train.fused_mlp: the MLP's Linear layers need biases (model.config.bias)")
+    with torch.autocast(kind, enabled=False):
+        y = FusedMLP.apply(
+            x.reshape(-1, x.size(-1)).to(dtype),
+            fc.weight.to(dtype),
+            fc.bias.to(dtype),
+            proj.weight.to(dtype),
+            proj.bias.to(dtype),
+        )
+    return y.view(*x.shape[:-1], proj.out_features)
