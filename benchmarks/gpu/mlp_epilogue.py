@@ -8,7 +8,9 @@ Prints, then one JSON line (run_all.py's row "exp mlp epilogue 1gpu"):
 * each variant's error against an fp32 reference of the same weights and inputs (relative Frobenius norm of
   the output, the input gradient and each weight gradient);
 * ms per forward + backward (CUDA events, median of ``--iters``), the input and its gradient in bf16 as in the
-  recipe's bf16 residual stream.
+  recipe's bf16 residual stream;
+* ms of each epilogue GEMM against the torch GEMM + elementwise kernel it replaces, and of every cuBLASLt
+  candidate the heuristic offered for each shape (``CublasLt`` keeps the fastest).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
+from rdmaops_trainer import cublaslt
 from rdmaops_trainer.config import GPTConfig
-from rdmaops_trainer.fused_mlp import gelu_linear
+from rdmaops_trainer.fused_mlp import gelu_linear, linear_dgelu
 from rdmaops_trainer.models import MLP
 
 
@@ -102,7 +105,44 @@ def main() -> None:
         errors[name] = {k: round(rel(got[k], ref[k]), 5) for k in ref}
         ms[name] = round(timed(functools.partial(pass_of, mod, x, dy, autocast=True), a.iters), 3)
         print(f"{name}: {ms[name]} ms per forward + backward; relative error {errors[name]}", flush=True)
-    print(json.dumps({"tokens": a.tokens, "gelu_max_abs_diff": gelu, "mlp_ms": ms, "rel_err": errors}))
+    ops = per_gemm(a, fused, x, dy)
+    # every cuBLASLt candidate the heuristic offered, in its order (the first is its own choice)
+    tuned = {
+        f"{key[0].epilogue}:{key[0].m}x{key[0].n}x{key[0].k}": [round(t, 3) for t in prep.ms]
+        for key, prep in cublaslt.lt().prepared.items()
+    }
+    print(f"candidates (ms, heuristic order): {tuned}", flush=True)
+    out = {"tokens": a.tokens, "gelu_max_abs_diff": gelu, "mlp_ms": ms, "rel_err": errors}
+    print(json.dumps({**out, "op_ms": ops, "candidates_ms": tuned}))
+
+
+def per_gemm(a: argparse.Namespace, mod: MLP, x: torch.Tensor, dy: torch.Tensor) -> dict[str, float]:
+    """Each epilogue GEMM against the torch GEMM + elementwise kernel it replaces."""
+    w, b = mod.c_fc.weight.bfloat16(), mod.c_fc.bias.bfloat16()
+    wp = mod.c_proj.weight.bfloat16()
+    _, pre = gelu_linear(x, w, b)
+    hidden = w.size(0)
+    no_bgrad = cublaslt.plan_linear_dgelu(a.tokens, hidden, wp.size(0), bgrad=False)
+    dpre, dbias = torch.empty_like(pre), torch.empty(hidden, device=x.device, dtype=x.dtype)
+    ops: dict[str, Callable[[], object]] = {
+        "fc forward: addmm (torch)": lambda: torch.addmm(b, x, w.t()),
+        "fc forward: addmm + GELU (torch)": lambda: F.gelu(torch.addmm(b, x, w.t()), approximate="tanh"),
+        "fc forward: GELU_AUX_BIAS": lambda: gelu_linear(x, w, b),
+        "proj dgrad: mm (torch)": lambda: dy @ wp,
+        "proj dgrad: mm + GELU backward + bias sum (torch)": lambda: torch.ops.aten.gelu_backward(
+            dy @ wp, pre, approximate="tanh"
+        ).sum(0),
+        "proj dgrad: DGELU_BGRAD": lambda: linear_dgelu(dy, wp, pre),
+        "proj dgrad: DGELU + bias sum (torch)": lambda: (
+            cublaslt.run(no_bgrad, wp, dy, dpre, dbias, pre),
+            dpre.sum(0),
+        ),
+    }
+    result = {}
+    for name, fn in ops.items():
+        result[name] = round(timed(fn, a.iters), 3)
+        print(f"{name}: {result[name]} ms", flush=True)
+    return result
 
 
 if __name__ == "__main__":

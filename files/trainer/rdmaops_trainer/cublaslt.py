@@ -16,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +31,15 @@ DESC_TRANSA, DESC_TRANSB, DESC_EPILOGUE, DESC_BIAS_POINTER = 3, 4, 7, 8
 DESC_EPILOGUE_AUX_POINTER, DESC_EPILOGUE_AUX_LD = 11, 12
 PREF_MAX_WORKSPACE_BYTES = 1
 EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4
-EPILOGUE_DGELU_BGRAD = 64 | 128 | 16
+EPILOGUE_DGELU = 64 | 128
+EPILOGUE_DGELU_BGRAD = EPILOGUE_DGELU | 16
 # cuBLASLt: the aux (GELU input) leading dimension a multiple of 8; pointers 16-byte aligned
 AUX_LD_MULTIPLE = 8
 ALIGN_BYTES = 16
 WORKSPACE_BYTES = 32 << 20
+# heuristic candidates timed at a shape's first call, and timed launches per candidate
+TUNE_CANDIDATES = 16
+TUNE_REPEATS = 5
 
 
 @dataclass(frozen=True)
@@ -70,16 +74,17 @@ def plan_gelu_linear(tokens: int, in_features: int, out_features: int) -> Gemm:
     )  # fmt: skip
 
 
-def plan_linear_dgelu(tokens: int, hidden: int, out_features: int) -> Gemm:
+def plan_linear_dgelu(tokens: int, hidden: int, out_features: int, bgrad: bool = True) -> Gemm:
     """``dpre = (dy @ w) * gelu'(pre); dbias = dpre.sum(0)`` for row-major dy (tokens x out), w (out x hidden)
     (the next Linear's weight), pre and dpre (tokens x hidden).
 
     Row-major dpre is column-major (hidden x tokens) = w.T @ dy.T: w's row-major (out x hidden) memory is
     column-major (hidden x out), which is w.T, so op N; dy's is column-major (out x tokens), op N.
+    Without ``bgrad`` the epilogue leaves the bias gradient alone (DGELU).
     """
     return Gemm(
         OP_N, OP_N, m=hidden, n=tokens, k=out_features,
-        lda=hidden, ldb=out_features, ldd=hidden, epilogue=EPILOGUE_DGELU_BGRAD,
+        lda=hidden, ldb=out_features, ldd=hidden, epilogue=EPILOGUE_DGELU_BGRAD if bgrad else EPILOGUE_DGELU,
     )  # fmt: skip
 
 
@@ -113,7 +118,7 @@ def run_reference(
     """Run the plan with torch ops, in fp32, reading and writing the buffers as cuBLASLt would.
 
     GELU_AUX_BIAS writes ``aux`` (the GELU input), ``d`` (its GELU) and reads ``bias``; DGELU_BGRAD reads
-    ``aux`` and writes ``d`` and ``bias`` (the bias gradient).
+    ``aux`` and writes ``d`` and ``bias`` (the bias gradient); DGELU writes only ``d``.
     """
     check_plan(g)
     a_cm = _column_major(a, g.k, g.m, g.lda).t() if g.transa == OP_T else _column_major(a, g.m, g.k, g.lda)
@@ -125,10 +130,11 @@ def run_reference(
         pre = acc + bias.float()[:, None]
         aux_cm.copy_(pre)
         d_cm.copy_(gelu_tanh(pre))
-    elif g.epilogue == EPILOGUE_DGELU_BGRAD:
+    elif g.epilogue in (EPILOGUE_DGELU, EPILOGUE_DGELU_BGRAD):
         grad = acc * gelu_tanh_grad(aux_cm.float())
         d_cm.copy_(grad)
-        bias.copy_(grad.sum(dim=1))
+        if g.epilogue == EPILOGUE_DGELU_BGRAD:
+            bias.copy_(grad.sum(dim=1))
     else:
         raise ValueError(f"cuBLASLt epilogue {g.epilogue}: not one of this module's")
 
@@ -164,7 +170,9 @@ class _HeuristicResult(ctypes.Structure):
 class _Prepared:
     desc: ctypes.c_void_p
     layouts: tuple[ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    algo: _HeuristicResult
+    candidates: list[_HeuristicResult]
+    chosen: int = -1  # index into candidates once timed
+    ms: list[float] = field(default_factory=list)  # each candidate's time, for the benchmark's report
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -195,9 +203,14 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 
 class CublasLt:
-    """One process's cuBLASLt handle, workspace and per-shape descriptors (created once, reused)."""
+    """One process's cuBLASLt handle, workspace and per-shape descriptors (created once, reused).
 
-    def __init__(self) -> None:
+    The heuristic's first choice for an epilogue is not always its fastest kernel, so the first call of a
+    shape times each of its candidates on the call's own buffers (every candidate writes the same outputs)
+    and keeps the fastest.
+    """
+
+    def __init__(self, candidates: int = TUNE_CANDIDATES) -> None:
         torch.cuda.init()
         # torch loads cuBLAS(Lt) lazily: a matmul makes sure its copy is the one found below
         torch.ones(8, 8, device="cuda") @ torch.ones(8, 8, device="cuda")
@@ -205,6 +218,7 @@ class CublasLt:
         _declare(self.lib)
         self.handle = ctypes.c_void_p()
         self._check(self.lib.cublasLtCreate(ctypes.byref(self.handle)), "cublasLtCreate")
+        self.candidates = candidates
         self.prepared: dict[tuple[Any, ...], _Prepared] = {}
         self.workspace: dict[int, torch.Tensor] = {}
         self.alpha = ctypes.c_float(1.0)
@@ -257,19 +271,48 @@ class CublasLt:
             ),
             "PreferenceSetAttribute",
         )
-        result = _HeuristicResult()
+        results = (_HeuristicResult * self.candidates)()
         found = ctypes.c_int(0)
         self._check(
             self.lib.cublasLtMatmulAlgoGetHeuristic(
-                self.handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], pref, 1,
-                ctypes.byref(result), ctypes.byref(found),
+                self.handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], pref, self.candidates,
+                results, ctypes.byref(found),
             ),
             "cublasLtMatmulAlgoGetHeuristic",
         )  # fmt: skip
         self.lib.cublasLtMatmulPreferenceDestroy(pref)
-        if found.value < 1:
+        usable = [results[i] for i in range(found.value) if results[i].state == 0]
+        if not usable:
             raise RuntimeError(f"train.fused_mlp: cuBLASLt has no kernel for {g}")
-        return _Prepared(desc, layouts, result)
+        return _Prepared(desc, layouts, usable)
+
+    def _launch(self, prep: _Prepared, algo: _HeuristicResult, ptrs: tuple[int, int, int], ws: int) -> None:
+        a, b, d = ptrs
+        lay_a, lay_b, lay_d = prep.layouts
+        stream = torch.cuda.current_stream().cuda_stream
+        self._check(
+            self.lib.cublasLtMatmul(
+                self.handle, prep.desc, ctypes.byref(self.alpha), a, lay_a, b, lay_b,
+                ctypes.byref(self.beta), d, lay_d, d, lay_d, ctypes.byref(algo.algo),
+                ws, WORKSPACE_BYTES, stream,
+            ),
+            "cublasLtMatmul",
+        )  # fmt: skip
+
+    def _choose(self, prep: _Prepared, ptrs: tuple[int, int, int], ws: int) -> None:
+        """Time every candidate (one warm-up launch, then the median of TUNE_REPEATS) and keep the fastest."""
+        for algo in prep.candidates:
+            self._launch(prep, algo, ptrs, ws)
+            times = []
+            for _ in range(TUNE_REPEATS):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                self._launch(prep, algo, ptrs, ws)
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end))
+            prep.ms.append(sorted(times)[len(times) // 2])
+        prep.chosen = min(range(len(prep.ms)), key=prep.ms.__getitem__)
 
     def matmul(
         self,
@@ -295,23 +338,14 @@ class CublasLt:
         else:
             for attr, ptr in pointers.items():
                 self._set(prep.desc, attr, ctypes.c_void_p(ptr))
-        ws = self.workspace.get(a.device.index or 0)
-        if ws is None:
-            ws = self.workspace[a.device.index or 0] = torch.empty(
-                WORKSPACE_BYTES, dtype=torch.uint8, device=a.device
-            )
-        stream = ctypes.c_void_p(torch.cuda.current_stream(a.device).cuda_stream)
-        lay_a, lay_b, lay_d = prep.layouts
-        self._check(
-            self.lib.cublasLtMatmul(
-                self.handle, prep.desc, ctypes.byref(self.alpha),
-                ctypes.c_void_p(a.data_ptr()), lay_a, ctypes.c_void_p(b.data_ptr()), lay_b,
-                ctypes.byref(self.beta), ctypes.c_void_p(d.data_ptr()), lay_d,
-                ctypes.c_void_p(d.data_ptr()), lay_d, ctypes.byref(prep.algo.algo),
-                ctypes.c_void_p(ws.data_ptr()), ctypes.c_size_t(WORKSPACE_BYTES), stream,
-            ),
-            "cublasLtMatmul",
-        )  # fmt: skip
+        index = a.device.index or 0
+        if index not in self.workspace:
+            self.workspace[index] = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=a.device)
+        ws = self.workspace[index].data_ptr()
+        ptrs = (a.data_ptr(), b.data_ptr(), d.data_ptr())
+        if prep.chosen < 0:
+            self._choose(prep, ptrs, ws)
+        self._launch(prep, prep.candidates[prep.chosen], ptrs, ws)
 
 
 _LT: CublasLt | None = None

@@ -39,6 +39,15 @@ def test_the_backward_plan_gives_the_gelu_input_gradient_and_the_bias_gradient()
     torch.testing.assert_close(dbias, p.grad.sum(0))
 
 
+def test_the_backward_plan_without_bgrad_leaves_the_bias_buffer_alone() -> None:
+    grad, w_proj, pre = rand(TOKENS, OUT, seed=4), rand(OUT, HIDDEN, seed=5), rand(TOKENS, HIDDEN, seed=6)
+    dpre, untouched = torch.empty(TOKENS, HIDDEN), torch.full((HIDDEN,), 7.0)
+    g = cublaslt.plan_linear_dgelu(TOKENS, HIDDEN, OUT, bgrad=False)
+    cublaslt.run_reference(g, w_proj, grad, dpre, untouched, pre)
+    torch.testing.assert_close(dpre, (grad @ w_proj) * cublaslt.gelu_tanh_grad(pre))
+    assert bool((untouched == 7.0).all())
+
+
 def test_a_plan_with_the_operands_swapped_does_not_pass() -> None:
     """The reference reads the buffers by the plan's layout: x and w passed the wrong way round fail."""
     x, w, b = rand(TOKENS, IN, seed=1), rand(HIDDEN, IN, seed=2), rand(HIDDEN, seed=3)
