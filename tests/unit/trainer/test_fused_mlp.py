@@ -31,7 +31,8 @@ def test_the_forward_plan_computes_bias_and_gelu_of_x_times_w_transposed() -> No
 def test_the_backward_plan_gives_the_gelu_input_gradient_and_the_bias_gradient() -> None:
     grad, w_proj, pre = rand(TOKENS, OUT, seed=4), rand(OUT, HIDDEN, seed=5), rand(TOKENS, HIDDEN, seed=6)
     dpre, dbias = torch.empty(TOKENS, HIDDEN), torch.empty(HIDDEN)
-    cublaslt.run_reference(cublaslt.plan_linear_dgelu(TOKENS, HIDDEN, OUT), w_proj, grad, dpre, dbias, pre)
+    g = cublaslt.plan_linear_dgelu(TOKENS, HIDDEN, OUT, bgrad=True)
+    cublaslt.run_reference(g, w_proj, grad, dpre, dbias, pre)
     p = pre.clone().requires_grad_(True)
     (F.gelu(p, approximate="tanh") * (grad @ w_proj)).sum().backward()
     assert p.grad is not None
@@ -39,10 +40,11 @@ def test_the_backward_plan_gives_the_gelu_input_gradient_and_the_bias_gradient()
     torch.testing.assert_close(dbias, p.grad.sum(0))
 
 
-def test_the_backward_plan_without_bgrad_leaves_the_bias_buffer_alone() -> None:
+def test_the_backward_plan_the_mlp_uses_leaves_the_bias_buffer_alone() -> None:
     grad, w_proj, pre = rand(TOKENS, OUT, seed=4), rand(OUT, HIDDEN, seed=5), rand(TOKENS, HIDDEN, seed=6)
     dpre, untouched = torch.empty(TOKENS, HIDDEN), torch.full((HIDDEN,), 7.0)
-    g = cublaslt.plan_linear_dgelu(TOKENS, HIDDEN, OUT, bgrad=False)
+    g = cublaslt.plan_linear_dgelu(TOKENS, HIDDEN, OUT)
+    assert g.epilogue == cublaslt.EPILOGUE_DGELU
     cublaslt.run_reference(g, w_proj, grad, dpre, untouched, pre)
     torch.testing.assert_close(dpre, (grad @ w_proj) * cublaslt.gelu_tanh_grad(pre))
     assert bool((untouched == 7.0).all())
