@@ -464,6 +464,8 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         ("fp32res", [*gb_sets, "train.bf16_residual=false"]),
         ("fusedmlp", [*gb_sets, *fmlp]),
         ("micro128 fusedmlp", [*m128, *fmlp]),
+        ("unfusedmlp", [*gb_sets, "train.fused_mlp=false"]),
+        ("micro128 unfusedmlp", [*m128, "train.fused_mlp=false"]),
     ):
         runs.append(trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} {label}", "gpt2", 1, sets, fpt))
     # the residual stream's dtype on a loss that falls (the generated corpus, byte tokens; the random tokens
@@ -471,8 +473,9 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     conv = ["data.kind=generated", "data.generated_docs=80000", "tokenizer.kind=byte", f"data.seq_len={seq}"]
     conv += ["train.global_batch_size=64", "train.micro_batch_size=64", "train.steps=300"]
     conv += ["train.warmup_steps=30", "train.log_every=10", "train.eval_every=50"]
+    # (the MLP unfused, as the recipe was when these two rows were first run)
     for label, flag in (("fp32res", "false"), ("bf16res", "true")):
-        sets = [*conv, f"train.bf16_residual={flag}"]
+        sets = [*conv, f"train.bf16_residual={flag}", "train.fused_mlp=false"]
         runs.append(trainer_run(a, f"exp converge gpt2 1gpu {label}", "gpt2", 1, sets, fpt))
     runs.append(trainer_run(a, "exp converge gpt2 1gpu fusedmlp", "gpt2", 1, [*conv, *fmlp], fpt))
     # the fused MLP alone: GELU form, errors against fp32, ms per forward + backward (no trainer)
