@@ -120,7 +120,7 @@ def per_gemm(a: argparse.Namespace, mod: MLP, x: torch.Tensor, dy: torch.Tensor)
     """Each epilogue GEMM against the torch GEMM + elementwise kernel it replaces."""
     w, b = mod.c_fc.weight.bfloat16(), mod.c_fc.bias.bfloat16()
     wp = mod.c_proj.weight.bfloat16()
-    _, pre = gelu_linear(x, w, b)
+    pre = gelu_linear(x, w, b)[1]
     hidden = w.size(0)
     bgrad = cublaslt.plan_linear_dgelu(a.tokens, hidden, wp.size(0), bgrad=True)
     dpre, dbias = torch.empty_like(pre), torch.empty(hidden, device=x.device, dtype=x.dtype)
