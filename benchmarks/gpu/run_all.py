@@ -450,7 +450,7 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     # and backward, no per-kernel launches.
     # bf16res: the residual stream in bf16 (train.bf16_residual), not autocast's fp32
     nofl = ["train.fused_loss=false"]
-    cg = ["train.cuda_graphs=true"]
+    cg = ["train.cuda_graphs=true", "train.fused_mlp=false"]  # the two are refused together
     bres = ["train.bf16_residual=true"]
     # fusedmlp: bias + GELU and their gradients in cuBLASLt's GEMM epilogues (train.fused_mlp)
     fmlp = ["train.fused_mlp=true"]

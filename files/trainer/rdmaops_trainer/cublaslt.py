@@ -4,7 +4,8 @@ torch calls cuBLASLt for its own matmuls but exposes only the forward GELU epilo
 (``torch._addmm_activation``), which a backward needs. This module calls the library torch already loaded:
 
 * ``GELU_AUX_BIAS``: ``pre = x @ w.T + b`` and ``h = gelu(pre)`` from one GEMM, both written by its epilogue;
-* ``DGELU_BGRAD``: ``dpre = (dy @ w) * gelu'(pre)`` and the bias gradient ``dpre.sum(0)`` from one GEMM.
+* ``DGELU``: ``dpre = (dy @ w) * gelu'(pre)`` from one GEMM (``DGELU_BGRAD`` would also sum the bias
+  gradient, but is slower than a separate sum; kept for the benchmark).
 
 Each is planned as a ``Gemm`` in cuBLAS's column-major terms (a row-major torch matrix is its transpose in
 column-major). The same plan runs through torch ops on the CPU (``run_reference``), so the tests check the

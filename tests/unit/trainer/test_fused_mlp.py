@@ -169,7 +169,10 @@ def test_it_is_refused_where_it_does_not_apply() -> None:
     assert_refused(
         "tiny",
         ["strategy.name=ddp", "train.precision=auto", "train.fused_mlp=true"],
-        {"model.config.bias=false": "train.fused_mlp: true needs model.config.bias true"},
+        {
+            "model.config.bias=false": "train.fused_mlp: true needs model.config.bias true",
+            "train.cuda_graphs=true": "train.fused_mlp: true with train.cuda_graphs: true: not supported",
+        },
     )
 
 
