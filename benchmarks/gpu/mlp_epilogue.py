@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -55,17 +54,7 @@ def pass_of(
 
 
 def timed(fn: Callable[[], object], iters: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return cublaslt.median_ms(fn, 3, iters)
 
 
 def main() -> None:

@@ -188,8 +188,8 @@ class TrainConfig:
     # model.kind gpt2 with strategy ddp and train.precision bf16; changes the numerics, so off by default.
     bf16_residual: bool = False
     # GPT-2's MLP through cuBLASLt's GELU epilogues: the bias and GELU computed by the first GEMM's epilogue,
-    # and in the backward the GELU gradient and the bias gradient by the second GEMM's (ctypes to the
-    # libcublasLt torch loads; rdmaops_trainer/fused_mlp.py). Saves the GELU kernels' memory traffic.
+    # and in the backward the GELU gradient by the second GEMM's (ctypes to the libcublasLt torch loads;
+    # rdmaops_trainer/fused_mlp.py). Saves the GELU kernels' memory traffic.
     # model.kind gpt2 with biases, strategy ddp, bf16 compute; on a CPU rank the same plan runs in torch ops.
     fused_mlp: bool = False
     eval_every: int = 0
@@ -420,18 +420,13 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
             "train.fused_loss: true needs model.kind gpt2 with strategy.name ddp, not "
             f"model.kind {m.kind!r} with strategy.name {s.name!r} (set train.fused_loss=false)"
         )
-    if t.bf16_residual and (m.kind != "gpt2" or s.name != "ddp" or t.precision == "fp32"):
-        raise RecipeError(
-            "train.bf16_residual: true needs model.kind gpt2 with strategy.name ddp and bf16 compute, not "
-            f"model.kind {m.kind!r}, strategy.name {s.name!r}, train.precision {t.precision!r} "
-            "(set train.bf16_residual=false)"
-        )
-    if t.fused_mlp and (m.kind != "gpt2" or s.name != "ddp" or t.precision == "fp32"):
-        raise RecipeError(
-            "train.fused_mlp: true needs model.kind gpt2 with strategy.name ddp and bf16 compute, not "
-            f"model.kind {m.kind!r}, strategy.name {s.name!r}, train.precision {t.precision!r} "
-            "(set train.fused_mlp=false)"
-        )
+    for key in ("bf16_residual", "fused_mlp"):
+        if getattr(t, key) and (m.kind != "gpt2" or s.name != "ddp" or t.precision == "fp32"):
+            raise RecipeError(
+                f"train.{key}: true needs model.kind gpt2 with strategy.name ddp and bf16 compute, not "
+                f"model.kind {m.kind!r}, strategy.name {s.name!r}, train.precision {t.precision!r} "
+                f"(set train.{key}=false)"
+            )
     if t.fused_mlp and t.cuda_graphs:
         # the cuBLASLt calls time their kernels at a shape's first call and set pointers per call: never
         # tried under graph capture

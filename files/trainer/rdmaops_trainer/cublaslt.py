@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import math
+import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +163,22 @@ def _library_path() -> str:
     return found
 
 
+def median_ms(fn: Callable[[], object], warmup: int, repeats: int) -> float:
+    """Median GPU milliseconds of ``fn`` over ``repeats`` calls (CUDA events, each call waited for), after
+    ``warmup`` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
 class _HeuristicResult(ctypes.Structure):
     _fields_ = [
         ("algo", ctypes.c_uint64 * 8),
@@ -214,7 +233,7 @@ class CublasLt:
     and keeps the fastest.
     """
 
-    def __init__(self, candidates: int = TUNE_CANDIDATES) -> None:
+    def __init__(self) -> None:
         torch.cuda.init()
         # torch loads cuBLAS(Lt) lazily: a matmul makes sure its copy is the one found below
         torch.ones(8, 8, device="cuda") @ torch.ones(8, 8, device="cuda")
@@ -222,7 +241,6 @@ class CublasLt:
         _declare(self.lib)
         self.handle = ctypes.c_void_p()
         self._check(self.lib.cublasLtCreate(ctypes.byref(self.handle)), "cublasLtCreate")
-        self.candidates = candidates
         self.prepared: dict[tuple[Any, ...], _Prepared] = {}
         self.workspace: dict[int, torch.Tensor] = {}
         self.alpha = ctypes.c_float(1.0)
@@ -248,6 +266,7 @@ class CublasLt:
         return layout
 
     def _prepare(self, g: Gemm, dtype: int, pointers: dict[int, int]) -> _Prepared:
+        check_plan(g)
         desc = ctypes.c_void_p()
         self._check(
             self.lib.cublasLtMatmulDescCreate(ctypes.byref(desc), COMPUTE_32F, CUDA_R_32F), "DescCreate"
@@ -275,11 +294,11 @@ class CublasLt:
             ),
             "PreferenceSetAttribute",
         )
-        results = (_HeuristicResult * self.candidates)()
+        results = (_HeuristicResult * TUNE_CANDIDATES)()
         found = ctypes.c_int(0)
         self._check(
             self.lib.cublasLtMatmulAlgoGetHeuristic(
-                self.handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], pref, self.candidates,
+                self.handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], pref, TUNE_CANDIDATES,
                 results, ctypes.byref(found),
             ),
             "cublasLtMatmulAlgoGetHeuristic",
@@ -306,16 +325,7 @@ class CublasLt:
     def _choose(self, prep: _Prepared, ptrs: tuple[int, int, int], ws: int) -> None:
         """Time every candidate (one warm-up launch, then the median of TUNE_REPEATS) and keep the fastest."""
         for algo in prep.candidates:
-            self._launch(prep, algo, ptrs, ws)
-            times = []
-            for _ in range(TUNE_REPEATS):
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                self._launch(prep, algo, ptrs, ws)
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end))
-            prep.ms.append(sorted(times)[len(times) // 2])
+            prep.ms.append(median_ms(functools.partial(self._launch, prep, algo, ptrs, ws), 1, TUNE_REPEATS))
         prep.chosen = min(range(len(prep.ms)), key=prep.ms.__getitem__)
 
     def matmul(
@@ -327,7 +337,6 @@ class CublasLt:
         bias: torch.Tensor,
         aux: torch.Tensor,
     ) -> None:
-        check_plan(g)
         for t in (a, b, d, bias, aux):
             if t.data_ptr() % ALIGN_BYTES:
                 raise RuntimeError(f"train.fused_mlp: a {tuple(t.shape)} buffer is not 16-byte aligned")

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from . import fused_mlp
 from .config import GPTConfig, Recipe, RecipeError
 
 
@@ -50,9 +51,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fused:
-            from .fused_mlp import mlp
-
-            return mlp(x, self.c_fc, self.c_proj)
+            return fused_mlp.mlp(x, self.c_fc, self.c_proj)
         return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
 
 

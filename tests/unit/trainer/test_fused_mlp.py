@@ -70,10 +70,8 @@ def test_the_custom_ops_have_consistent_fake_kernels_and_schemas() -> None:
     torch.library.opcheck(fused_mlp.linear_dgelu, (grad, w_proj, pre))
 
 
-def mlp_pair(bias: bool = True) -> tuple[MLP, MLP]:
-    recipe = load_recipe(
-        "tiny", ["model.config.n_embd=32", "model.config.n_head=2", f"model.config.bias={bias}"]
-    )
+def mlp_pair() -> tuple[MLP, MLP]:
+    recipe = load_recipe("tiny", ["model.config.n_embd=32", "model.config.n_head=2"])
     torch.manual_seed(0)
     plain = MLP(gpt_config(recipe))
     fused = MLP(gpt_config(recipe))
