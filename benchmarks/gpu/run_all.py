@@ -330,6 +330,31 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     r = trainer_run(a, "exp profile qwen1.5b fsdp2 1gpu", "qwen1_5b", 1, [*one, "train.steps=8"], qfpt)
     r.cmd = [py, *prof, *r.cmd[r.cmd.index("--recipe") :]]
     runs.append(r)
+    # levers on the FSDP2 row: the head and loss fused (no logits kept), two micro-batches per optimizer step
+    # (the optimizer and the gradient reduce-scatter once per 2), the reduce-scatter in bf16 (2 GPUs only)
+    fl = ["train.fused_loss=true"]
+    acc2 = [f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}"]
+    runs.append(Run("exp gemm shapes qwen1.5b 1gpu", [py, str(HERE / "gemm_shapes.py")], 1, qfpt))
+    for label, sets in (("fusedloss", fl), ("accum2", acc2), ("fusedloss accum2", [*fl, *acc2])):
+        runs.append(
+            trainer_run(a, f"exp trainer qwen1.5b fsdp2 1gpu {label}", "qwen1_5b", 1, [*one, *sets], qfpt)
+        )
+    r = trainer_run(
+        a, "exp profile qwen1.5b fsdp2 1gpu fusedloss", "qwen1_5b", 1, [*one, *fl, "train.steps=8"], qfpt
+    )
+    r.cmd = [py, *prof, *r.cmd[r.cmd.index("--recipe") :]]
+    runs.append(r)
+    acc2x2 = [f"train.global_batch_size={a.qwen_micro * 4 * a.qwen_accum}"]
+    bfr = ["strategy.fsdp2.reduce_dtype=bfloat16"]
+    for label, sets in (
+        ("fusedloss", fl),
+        ("bf16reduce", bfr),
+        ("fusedloss bf16reduce", [*fl, *bfr]),
+        ("fusedloss bf16reduce accum2", [*fl, *bfr, *acc2x2]),
+    ):
+        runs.append(
+            trainer_run(a, f"exp trainer qwen1.5b fsdp2 2gpu {label}", "qwen1_5b", 2, [*fsdp2, *sets], qfpt)
+        )
     z3exp = {
         "eager": [*z3eager, "train.compile=false"],
         "eager per-linear": [*z3eager, "train.compile=false", "strategy.zero3.leaf_blocks=false"],

@@ -86,6 +86,9 @@ class Fsdp2Options:
     # keep parameters gathered across the micro-batches of a step, resharding after the last backward
     # (skips the all-gathers of gradient accumulation; costs one unsharded copy of the model: small models)
     unshard_during_accumulation: bool = False
+    # the dtype of the gradients' reduce-scatter with bf16 compute: float32 (exact sums of the ranks' bf16
+    # gradients), or bfloat16 (half the bytes on the wire and in NCCL's kernels, rounded sums)
+    reduce_dtype: Literal["float32", "bfloat16"] = "float32"
 
 
 @dataclass
@@ -176,7 +179,7 @@ class TrainConfig:
     float8: bool = False
     # the output head and the cross-entropy as one step whose forward also makes their gradients (a Triton
     # kernel on CUDA; rdmaops_trainer/fused_loss.py): the (tokens x vocabulary) logits are never kept or
-    # read back. model.kind gpt2 with strategy ddp.
+    # read back. Strategy ddp or fsdp2; model.kind gpt2, or hf of a type in FUSED_LOSS_HF_TYPES.
     fused_loss: bool = False
     # replay each compiled forward and backward as one CUDA graph (inductor's cudagraph trees) instead of
     # launching its kernels one by one; the gradients stay allocated between steps, so that accumulation
@@ -333,6 +336,18 @@ def _positive(value: float, key: str, allow_zero: bool = False) -> None:
         raise RecipeError(f"{key}: {value!r} must be {'>= 0' if allow_zero else '> 0'}")
 
 
+# transformers causal LMs whose logits are the head's plain output (no scaling or soft-capping), so the
+# fused loss computes what their forward and lm_loss compute; each is checked in the unit tests
+FUSED_LOSS_HF_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "glm4", "glm4_moe")
+
+
+def fused_loss_type_refusal(model_type: object) -> str:
+    return (
+        f"train.fused_loss: true: model_type {model_type!r} is not one whose logits are known to be the "
+        f"head's plain output ({', '.join(FUSED_LOSS_HF_TYPES)}) (set train.fused_loss=false)"
+    )
+
+
 def validate(recipe: Recipe, world_size: int | None = None) -> None:
     """Semantic checks; with `world_size`, also those that depend on the actual process count."""
     t, d, s = recipe.train, recipe.data, recipe.strategy
@@ -415,11 +430,15 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
             )
         if recipe.lora.enabled:
             raise RecipeError("train.float8: true with lora.enabled: not supported (frozen float8 bases)")
-    if t.fused_loss and (m.kind != "gpt2" or s.name != "ddp"):
+    if t.fused_loss and s.name not in ("ddp", "fsdp2"):
+        # ZeRO-3 gathers a weight only when its module runs, and the head's never does; the pipeline's last
+        # stage has its own loss
         raise RecipeError(
-            "train.fused_loss: true needs model.kind gpt2 with strategy.name ddp, not "
-            f"model.kind {m.kind!r} with strategy.name {s.name!r} (set train.fused_loss=false)"
+            f"train.fused_loss: true needs strategy.name ddp or fsdp2, not {s.name!r} "
+            "(set train.fused_loss=false)"
         )
+    if t.fused_loss and m.kind == "hf" and m.model_type and m.model_type not in FUSED_LOSS_HF_TYPES:
+        raise RecipeError(fused_loss_type_refusal(m.model_type))
     for key in ("bf16_residual", "fused_mlp"):
         if getattr(t, key) and (m.kind != "gpt2" or s.name != "ddp" or t.precision == "fp32"):
             raise RecipeError(

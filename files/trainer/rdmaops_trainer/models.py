@@ -16,7 +16,8 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from . import fused_mlp
-from .config import GPTConfig, Recipe, RecipeError
+from .config import FUSED_LOSS_HF_TYPES, GPTConfig, Recipe, RecipeError, fused_loss_type_refusal
+from .fused_loss import linear_cross_entropy
 
 
 class CausalSelfAttention(nn.Module):
@@ -128,8 +129,6 @@ class GPT(nn.Module):
         if labels is None:
             return self.lm_head(x)
         if self.fused_loss:
-            from .fused_loss import linear_cross_entropy
-
             return linear_cross_entropy(x, self.lm_head.weight, labels)
         return lm_loss(self.lm_head(x), labels)
 
@@ -142,6 +141,9 @@ class HFCausalLM(nn.Module):
         self.hf = hf_model
         # a strategy may swap in a compiled version
         self.loss_fn: Any = lm_loss
+        # train.fused_loss: the decoder's hidden states and the output head's weight go to
+        # fused_loss.linear_cross_entropy; the model's own head forward (and its logits) is skipped
+        self.fused_loss = False
 
     @property
     def config(self) -> Any:
@@ -155,6 +157,12 @@ class HFCausalLM(nn.Module):
         raise RuntimeError(f"no decoder layer list found in {type(self.hf).__name__}")
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+        if labels is not None and self.fused_loss:
+            hf: Any = self.hf
+            # under FSDP2 the root's forward has gathered the head's weight: the gradient made in the fused
+            # forward reaches the unsharded parameter and is reduce-scattered with the rest
+            hidden = hf.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state
+            return linear_cross_entropy(hidden, hf.get_output_embeddings().weight, labels)
         logits = self.hf(input_ids=input_ids, use_cache=False).logits
         if labels is None:
             return logits
@@ -223,6 +231,9 @@ def build_model(
     from transformers import AutoModelForCausalLM
 
     cfg = hf_config(recipe)
+    if recipe.train.fused_loss and cfg.model_type not in FUSED_LOSS_HF_TYPES:
+        # a pretrained model's type is only known here, from its config.json
+        raise RecipeError(fused_loss_type_refusal(cfg.model_type))
     if vocab_size is not None and vocab_size > cfg.vocab_size:
         raise RecipeError(f"model: vocab_size {cfg.vocab_size} is smaller than the tokenizer's {vocab_size}")
     if m.init == "pretrained" and str(device) != "meta":
@@ -232,7 +243,9 @@ def build_model(
     else:
         with torch.device(device):
             hf = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
-    return HFCausalLM(hf)
+    model = HFCausalLM(hf)
+    model.fused_loss = recipe.train.fused_loss
+    return model
 
 
 def enable_gradient_checkpointing(model: nn.Module) -> None:

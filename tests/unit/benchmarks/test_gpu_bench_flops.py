@@ -79,3 +79,40 @@ def test_glm4_moe_formula_matches_transformers_active_weights() -> None:
     # the shape of the benchmark row: 6.2 B parameters, 2.7 B of them active per token
     assert sum(p.numel() for p in model.parameters()) == pytest.approx(6.25e9, rel=1e-2)
     assert active == pytest.approx(2.72e9, rel=1e-2)
+
+
+def test_gemm_shapes_lists_the_linears_of_a_real_qwen2() -> None:
+    """gemm_shapes.py times the Linears of a Qwen2 model: the same (fan_in, fan_out) and count as the real one
+    has, and the fused projections carry the same weights (so the same FLOPs)."""
+    from transformers import AutoModelForCausalLM, Qwen2Config
+
+    shapes = _load("gemm_shapes")
+    dims = {"vocab": 320, "d": 64, "layers": 3, "ffn": 96, "heads": 4, "kv_heads": 2}
+    cfg = Qwen2Config(
+        vocab_size=320,
+        hidden_size=64,
+        num_hidden_layers=3,
+        intermediate_size=96,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        tie_word_embeddings=True,
+    )
+    model = AutoModelForCausalLM.from_config(cfg)
+    real: dict[tuple[int, int], int] = {}
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            real[(m.in_features, m.out_features)] = real.get((m.in_features, m.out_features), 0) + 1
+    listed: dict[tuple[int, int], int] = {}
+    for lin in shapes.qwen2_linears(**dims):
+        key = (lin.fan_in, lin.fan_out)
+        listed[key] = listed.get(key, 0) + lin.per_step
+    assert listed == real
+    fused = shapes.qwen2_linears(**dims, fused=True)
+    assert {lin.name for lin in fused} == {"qkv", "gate_up", "o", "down", "head"}
+    weights = [
+        sum(x.fan_in * x.fan_out * x.per_step for x in ls) for ls in (shapes.qwen2_linears(**dims), fused)
+    ]
+    assert weights[0] == weights[1]
+    assert shapes.gemm_flops(10, shapes.Linear("q", 64, 64, 3)) == 2 * 10 * 64 * 64
+    ms = {"a": {"fwd": 1.0, "dgrad": 2.0, "wgrad": 3.0}, "b": {"fwd": 0.5, "dgrad": 0.5, "wgrad": 1.0}}
+    assert shapes.step_ms(ms, [shapes.Linear("a", 1, 1, 4), shapes.Linear("b", 1, 1, 1)]) == 26.0

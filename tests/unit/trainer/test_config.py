@@ -73,6 +73,10 @@ def test_overrides_are_typed_yaml_scalars() -> None:
         (["train.gradient_checkpointing=maybe"], "train.gradient_checkpointing: expected true or false"),
         (["strategy.name=zero2"], "strategy.name: 'zero2' is not one of ddp, fsdp2, zero3, pipeline"),
         (["train.precision=fp8"], "train.precision: 'fp8' is not one of auto, bf16, fp32"),
+        (
+            ["strategy.fsdp2.reduce_dtype=float16"],
+            "strategy.fsdp2.reduce_dtype: 'float16' is not one of float32, bfloat16",
+        ),
         (["train.lr=-1"], "train.lr: -1.0 must be > 0"),
         (["train.min_lr=1"], "train.min_lr: 1.0 is larger than train.lr"),
         (["train.warmup_steps=500"], "train.warmup_steps: 500 exceeds train.steps 200"),
@@ -217,3 +221,16 @@ def test_rerun_of_a_finished_run_says_so(
 def test_readable_leaves_out_values_never_computed() -> None:
     line = readable({"event": "end", "time": 1.0, "step": 50, "loss": None, "eval_loss": 2.7, "export": ""})
     assert line == "[end] step=50, eval_loss=2.7"
+
+
+def test_fsdp2_mixed_precision_policy_follows_reduce_dtype() -> None:
+    import torch
+    from rdmaops_trainer.strategies.fsdp2 import mp_policy
+
+    # fp32 compute (the CPU runs): no casts at all, whatever reduce_dtype says
+    fp32 = mp_policy(torch.float32, "bfloat16")
+    assert (fp32.param_dtype, fp32.reduce_dtype) == (None, None)
+    assert mp_policy(torch.bfloat16, "float32").reduce_dtype == torch.float32
+    bf16 = mp_policy(torch.bfloat16, "bfloat16")
+    assert (bf16.param_dtype, bf16.reduce_dtype) == (torch.bfloat16, torch.bfloat16)
+    assert load_recipe("qwen1_5b").strategy.fsdp2.reduce_dtype == "float32"

@@ -116,6 +116,15 @@ def test_ddp_with_the_fused_loss_matches_fsdp2(runs: Path, fsdp2_ref: Path) -> N
     assert records(out, "end")[0]["graph_breaks"] >= 1
 
 
+def test_fsdp2_with_the_fused_loss_matches_fsdp2(runs: Path, fsdp2_ref: Path) -> None:
+    """train.fused_loss under FSDP2: the root's forward gathers the tied head weight, the fused forward makes
+    its gradient, and FSDP2 reduce-scatters it with the rest: the same run as without."""
+    out = runs / "fsdp2-fused-loss"
+    run_trainer(2, *tiny_args(out, 2, "strategy.name=fsdp2", "train.eval_every=4", "train.fused_loss=true"))
+    assert_close(losses(out), losses(fsdp2_ref), AGREE, range(1, 9))
+    assert_close(eval_losses(out), eval_losses(fsdp2_ref), AGREE, range(4, 9, 4))
+
+
 def test_ddp_with_a_bf16_residual_stream_trains_like_fsdp2(runs: Path, fsdp2_ref: Path) -> None:
     """The gpt2 recipe's settings on 2 compiled DDP ranks: bf16 autocast, the fused loss and the bf16 residual
     stream train as the fp32 FSDP2 reference, to bf16's precision."""
@@ -213,3 +222,8 @@ def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) ->
     curve = losses(out)
     assert abs(curve[1] - expected) <= AGREE, (curve[1], expected)
     assert curve[8] < curve[1] - 0.5
+    # train.fused_loss on the transformers model (the decoder's hidden states and its head's weight): the same
+    # run, with the head's gradient made in the fused forward and reduce-scattered by FSDP2
+    fused = runs / "hf-fsdp2-fused-loss"
+    run_trainer(2, *tiny_args(fused, 2, "strategy.name=fsdp2", *sets, "train.fused_loss=true"))
+    assert_close(losses(fused), curve, AGREE, range(1, 9))

@@ -3,10 +3,12 @@ the CPU by Triton's interpreter) against the same math in torch ops."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +16,8 @@ import torch
 import torch.nn.functional as F
 from conftest import TRAINER_DIR, refusal
 from rdmaops_trainer import fused_loss
-from rdmaops_trainer.config import load_recipe
-from rdmaops_trainer.models import build_model, lm_loss
+from rdmaops_trainer.config import FUSED_LOSS_HF_TYPES, RecipeError, load_recipe
+from rdmaops_trainer.models import HFCausalLM, build_model, lm_loss
 
 
 def logits_and_labels(rows: int, cols: int, ignored: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -207,9 +209,77 @@ def test_compiled_gpt_breaks_once_at_the_fused_loss() -> None:
     assert model.wte.weight.grad is not None
 
 
-def test_a_recipe_the_fused_loss_cannot_run_is_named() -> None:
+# small enough for the CPU; each type's constructor takes the keys it knows (the MoE ones: experts)
+TINY_HF = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 8,
+    "vocab_size": 97,
+    "pad_token_id": 0,
+    "max_position_embeddings": 64,
+    "moe_intermediate_size": 16,
+    "shared_expert_intermediate_size": 16,
+    "num_experts": 4,
+    "n_routed_experts": 4,
+    "n_shared_experts": 1,
+    "num_experts_per_tok": 2,
+    "first_k_dense_replace": 1,
+}
+
+
+def tiny_hf(model_type: str, tied: bool, fused: bool) -> torch.nn.Module:
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    base = AutoConfig.for_model(model_type)
+    known = set(inspect.signature(type(base).__init__).parameters) | set(base.to_dict())
+    cfg = type(base)(**{k: v for k, v in TINY_HF.items() if k in known}, tie_word_embeddings=tied)
+    torch.manual_seed(6)
+    model = HFCausalLM(AutoModelForCausalLM.from_config(cfg))
+    model.fused_loss = fused
+    return model
+
+
+@pytest.mark.parametrize("model_type", FUSED_LOSS_HF_TYPES)
+def test_each_transformers_type_it_accepts_gives_its_own_loss_and_gradients(model_type: str) -> None:
+    """The decoder's hidden states and the head's weight through the fused step: the loss of the model's own
+    forward (logits) + lm_loss, and the same gradient on every weight, the head (tied or not) included."""
+    ids = torch.randint(1, 97, (2, 12), generator=torch.Generator().manual_seed(7))
+    labels = ids.roll(-1, dims=1)
+    labels[:, -3:] = -100
+    for tied in (True, False):
+        got = []
+        for fused in (False, True):
+            model = tiny_hf(model_type, tied, fused)
+            loss = model(ids, labels)
+            loss.backward()
+            got.append(
+                (loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None})
+            )
+        (loss_a, ga), (loss_b, gb) = got
+        assert torch.allclose(loss_a, loss_b, atol=1e-6), (model_type, tied)
+        assert ga.keys() == gb.keys() and any("lm_head" in n or "embed_tokens" in n for n in ga)
+        for name in ga:
+            assert torch.allclose(ga[name], gb[name], atol=1e-7, rtol=1e-4), (model_type, tied, name)
+        # without labels the model still gives its logits
+        assert model(ids).shape == (2, 12, 97)
+
+
+def test_a_recipe_the_fused_loss_cannot_run_is_named(tmp_path: Path) -> None:
     assert load_recipe("gpt2", ["train.fused_loss=true"]).train.fused_loss
-    want = "train.fused_loss: true needs model.kind gpt2 with strategy.name ddp, not model.kind 'gpt2' "
-    refused = refusal("gpt2", ["train.fused_loss=true", "strategy.name=fsdp2"])
-    assert want + "with strategy.name 'fsdp2'" in refused
-    assert "not model.kind 'hf'" in refusal("qwen1_5b", ["train.fused_loss=true", "strategy.name=ddp"])
+    assert load_recipe("qwen1_5b", ["train.fused_loss=true"]).train.fused_loss
+    assert load_recipe("tiny", ["train.fused_loss=true", "strategy.name=fsdp2"]).train.fused_loss
+    want = "train.fused_loss: true needs strategy.name ddp or fsdp2, not 'zero3' (set train.fused_loss=false)"
+    assert want in refusal("qwen1_5b", ["train.fused_loss=true", "strategy.name=zero3"])
+    assert "not 'pipeline'" in refusal("gpt2", ["train.fused_loss=true", "strategy.name=pipeline"])
+    refused = refusal("qwen1_5b", ["train.fused_loss=true", "model.model_type=gemma2", "model.config={}"])
+    assert "train.fused_loss: true: model_type 'gemma2' is not one whose logits are known" in refused
+    # a pretrained model's type is read from its config.json when the model is built, before any weight
+    from transformers import Gemma2Config
+
+    Gemma2Config(vocab_size=300, hidden_size=16, num_hidden_layers=1).save_pretrained(tmp_path)
+    sets = ["train.fused_loss=true", "model.init=pretrained", f"model.path={tmp_path}", "model.config={}"]
+    with pytest.raises(RecipeError, match="model_type 'gemma2' is not one whose logits are known"):
+        build_model(load_recipe("qwen1_5b", sets), device="meta")

@@ -1,6 +1,7 @@
 """FSDP2: ``fully_shard`` on every transformer block, then on the root (embeddings, final norm, head).
 
-On CUDA with bf16: MixedPrecisionPolicy(param bf16, reduce fp32) over fp32 sharded master weights.
+On CUDA with bf16: MixedPrecisionPolicy(param bf16, reduce fp32 or strategy.fsdp2.reduce_dtype) over fp32
+sharded master weights.
 On CPU (gloo) everything stays fp32, deterministic, so runs can be compared exactly.
 """
 
@@ -18,6 +19,14 @@ from torch.distributed.tensor import DTensor
 
 from ..checkpoint import dcp_load, dcp_save
 from .base import Batch, Strategy
+
+
+def mp_policy(compute_dtype: torch.dtype, reduce_dtype: str) -> MixedPrecisionPolicy:
+    """No casts when computing in fp32; else parameters gathered in the compute dtype, gradients reduced in
+    ``reduce_dtype`` (strategy.fsdp2.reduce_dtype)."""
+    if compute_dtype == torch.float32:
+        return MixedPrecisionPolicy()
+    return MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=getattr(torch, reduce_dtype))
 
 
 class FSDP2Strategy(Strategy):
@@ -43,9 +52,7 @@ class FSDP2Strategy(Strategy):
                 p.data = p.data.float()
         full_sd = (model.state_dict() if self.rt.rank == 0 else {}) if self._broadcast_init else None
         mesh = init_device_mesh(self.rt.device.type, (self.rt.world_size,))
-        mp = MixedPrecisionPolicy()  # no casts: fp32 throughout
-        if self.rt.compute_dtype != torch.float32:
-            mp = MixedPrecisionPolicy(param_dtype=self.rt.compute_dtype, reduce_dtype=torch.float32)
+        mp = mp_policy(self.rt.compute_dtype, self.recipe.strategy.fsdp2.reduce_dtype)
         reshard = self.recipe.strategy.fsdp2.reshard_after_forward
         blocks = model.blocks()  # type: ignore[operator]
         self.blocks = blocks
