@@ -335,7 +335,15 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     fl = ["train.fused_loss=true"]
     acc2 = [f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}"]
     runs.append(Run("exp gemm shapes qwen1.5b 1gpu", [py, str(HERE / "gemm_shapes.py")], 1, qfpt))
-    for label, sets in (("fusedloss", fl), ("accum2", acc2), ("fusedloss accum2", [*fl, *acc2])):
+    m24 = [f"train.micro_batch_size={a.qwen_micro * 3 // 2}"]
+    for label, sets in (
+        ("fusedloss", fl),
+        ("accum2", acc2),
+        ("fusedloss accum2", [*fl, *acc2]),
+        ("fusedloss accum4", [*fl, f"train.global_batch_size={a.qwen_micro * 4 * a.qwen_accum}"]),
+        ("fusedloss micro24", [*fl, *m24, f"train.global_batch_size={a.qwen_micro * 3 // 2}"]),
+        ("fusedloss micro24 accum2", [*fl, *m24, f"train.global_batch_size={a.qwen_micro * 3}"]),
+    ):
         runs.append(
             trainer_run(a, f"exp trainer qwen1.5b fsdp2 1gpu {label}", "qwen1_5b", 1, [*one, *sets], qfpt)
         )
@@ -586,6 +594,9 @@ def glm_runs(a: argparse.Namespace) -> list[Run]:
         ),
         # the recipe compiles its blocks; the eager trainer for comparison
         trainer_run(a, "exp trainer glm-arch lora 1gpu eager", "glm", 1, [*sets, "train.compile=false"], fpt),
+        trainer_run(
+            a, "exp trainer glm-arch lora 1gpu fusedloss", "glm", 1, [*sets, "train.fused_loss=true"], fpt
+        ),
     ]
     for r in runs:
         r.skip = a.glm_skip

@@ -254,6 +254,7 @@ def test_each_transformers_type_it_accepts_gives_its_own_loss_and_gradients(mode
         for fused in (False, True):
             model = tiny_hf(model_type, tied, fused)
             loss = model(ids, labels)
+            assert ("LinearCrossEntropy" in type(loss.grad_fn).__name__) == fused
             loss.backward()
             got.append(
                 (loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None})

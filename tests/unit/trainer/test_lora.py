@@ -209,3 +209,26 @@ def test_zero3_lora_matches_fsdp2_lora(fsdp2_lora: Path, tmp_path: Path) -> None
     assert sorted(za) == sorted(fa) and len(za) == 16
     assert all(torch.allclose(za[k], fa[k], atol=1e-5, rtol=0) for k in za)
     assert any(float(za[k].abs().max()) > 1e-3 for k in za if ".lora_B." in k)
+
+
+def test_glm_lora_with_the_fused_loss_gives_the_same_loss_and_adapter_gradients() -> None:
+    """train.fused_loss through peft's wrappers: the frozen head makes no weight gradient, the adapters get the
+    gradients the unfused model gives them."""
+    x = torch.randint(0, 128, (2, 12), generator=torch.Generator().manual_seed(1))
+    labels = x.roll(-1, dims=1)
+    labels[:, -1] = -100
+    got = []
+    for fused in (False, True):
+        r = glm_recipe(num_hidden_layers=3)
+        model = lora.apply_lora(build_model(r), r.lora)
+        _perturb_b(model)
+        model.fused_loss = fused
+        loss = model(x, labels)
+        assert ("LinearCrossEntropy" in type(loss.grad_fn).__name__) == fused
+        loss.backward()
+        got.append((loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.requires_grad}))
+    (loss_a, ga), (loss_b, gb) = got
+    assert torch.allclose(loss_a, loss_b, atol=1e-6)
+    assert len(ga) == 42 and ga.keys() == gb.keys()
+    for name in ga:
+        assert torch.allclose(ga[name], gb[name], atol=1e-7, rtol=1e-4), name
