@@ -330,39 +330,48 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     r = trainer_run(a, "exp profile qwen1.5b fsdp2 1gpu", "qwen1_5b", 1, [*one, "train.steps=8"], qfpt)
     r.cmd = [py, *prof, *r.cmd[r.cmd.index("--recipe") :]]
     runs.append(r)
-    # levers on the FSDP2 row: the head and loss fused (no logits kept), two micro-batches per optimizer step
-    # (the optimizer and the gradient reduce-scatter once per 2), the reduce-scatter in bf16 (2 GPUs only)
-    fl = ["train.fused_loss=true"]
-    acc2 = [f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}"]
+    # levers on the FSDP2 row (the recipe fuses the head and the loss, train.fused_loss): the loss unfused as
+    # before, 2 or 4 micro-batches per optimizer step (the optimizer, and on 2 GPUs the reduce-scatter, once
+    # per step), micro-batch 24, the reduce-scatter in bf16 (2 GPUs only); ZeRO-3 with and without the fused
+    # loss on one GPU (its runtime's own costs without the second GPU's communication)
     runs.append(Run("exp gemm shapes qwen1.5b 1gpu", [py, str(HERE / "gemm_shapes.py")], 1, qfpt))
-    m24 = [f"train.micro_batch_size={a.qwen_micro * 3 // 2}"]
+    unf = ["train.fused_loss=false"]
+
+    def acc(n: int) -> list[str]:
+        return [f"train.global_batch_size={a.qwen_micro * n * a.qwen_accum}"]
+
+    m24 = [
+        f"train.micro_batch_size={a.qwen_micro * 3 // 2}",
+        f"train.global_batch_size={a.qwen_micro * 3 // 2}",
+    ]
     for label, sets in (
-        ("fusedloss", fl),
-        ("accum2", acc2),
-        ("fusedloss accum2", [*fl, *acc2]),
-        ("fusedloss accum4", [*fl, f"train.global_batch_size={a.qwen_micro * 4 * a.qwen_accum}"]),
-        ("fusedloss micro24", [*fl, *m24, f"train.global_batch_size={a.qwen_micro * 3 // 2}"]),
-        ("fusedloss micro24 accum2", [*fl, *m24, f"train.global_batch_size={a.qwen_micro * 3}"]),
+        ("unfusedloss", unf),
+        ("unfusedloss accum2", [*unf, *acc(2)]),
+        ("accum2", acc(2)),
+        ("accum4", acc(4)),
+        ("micro24", m24),
     ):
         runs.append(
             trainer_run(a, f"exp trainer qwen1.5b fsdp2 1gpu {label}", "qwen1_5b", 1, [*one, *sets], qfpt)
         )
-    r = trainer_run(
-        a, "exp profile qwen1.5b fsdp2 1gpu fusedloss", "qwen1_5b", 1, [*one, *fl, "train.steps=8"], qfpt
-    )
-    r.cmd = [py, *prof, *r.cmd[r.cmd.index("--recipe") :]]
-    runs.append(r)
-    acc2x2 = [f"train.global_batch_size={a.qwen_micro * 4 * a.qwen_accum}"]
     bfr = ["strategy.fsdp2.reduce_dtype=bfloat16"]
     for label, sets in (
-        ("fusedloss", fl),
+        ("unfusedloss", unf),
         ("bf16reduce", bfr),
-        ("fusedloss bf16reduce", [*fl, *bfr]),
-        ("fusedloss bf16reduce accum2", [*fl, *bfr, *acc2x2]),
+        ("accum2", acc(4)),
+        ("bf16reduce accum2", [*bfr, *acc(4)]),
     ):
         runs.append(
             trainer_run(a, f"exp trainer qwen1.5b fsdp2 2gpu {label}", "qwen1_5b", 2, [*fsdp2, *sets], qfpt)
         )
+    runs.append(
+        trainer_run(a, "exp trainer qwen1.5b zero3 2gpu unfusedloss", "qwen1_5b", 2, [*zero3, *unf], qfpt)
+    )
+    z3one = [*zero3, *acc(1)]
+    runs.append(trainer_run(a, "exp trainer qwen1.5b zero3 1gpu", "qwen1_5b", 1, z3one, qfpt))
+    runs.append(
+        trainer_run(a, "exp trainer qwen1.5b zero3 1gpu unfusedloss", "qwen1_5b", 1, [*z3one, *unf], qfpt)
+    )
     z3exp = {
         "eager": [*z3eager, "train.compile=false"],
         "eager per-linear": [*z3eager, "train.compile=false", "strategy.zero3.leaf_blocks=false"],

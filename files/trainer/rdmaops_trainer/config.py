@@ -179,7 +179,7 @@ class TrainConfig:
     float8: bool = False
     # the output head and the cross-entropy as one step whose forward also makes their gradients (a Triton
     # kernel on CUDA; rdmaops_trainer/fused_loss.py): the (tokens x vocabulary) logits are never kept or
-    # read back. Strategy ddp or fsdp2; model.kind gpt2, or hf of a type in FUSED_LOSS_HF_TYPES.
+    # read back. Not with strategy pipeline; model.kind gpt2, or hf of a type in FUSED_LOSS_HF_TYPES.
     fused_loss: bool = False
     # replay each compiled forward and backward as one CUDA graph (inductor's cudagraph trees) instead of
     # launching its kernels one by one; the gradients stay allocated between steps, so that accumulation
@@ -430,12 +430,10 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
             )
         if recipe.lora.enabled:
             raise RecipeError("train.float8: true with lora.enabled: not supported (frozen float8 bases)")
-    if t.fused_loss and s.name not in ("ddp", "fsdp2"):
-        # ZeRO-3 gathers a weight only when its module runs, and the head's never does; the pipeline's last
-        # stage has its own loss
+    if t.fused_loss and s.name == "pipeline":
+        # the pipeline's last stage computes its own loss from the logits
         raise RecipeError(
-            f"train.fused_loss: true needs strategy.name ddp or fsdp2, not {s.name!r} "
-            "(set train.fused_loss=false)"
+            "train.fused_loss: true with strategy.name pipeline: not supported (set train.fused_loss=false)"
         )
     if t.fused_loss and m.kind == "hf" and m.model_type and m.model_type not in FUSED_LOSS_HF_TYPES:
         raise RecipeError(fused_loss_type_refusal(m.model_type))

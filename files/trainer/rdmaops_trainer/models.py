@@ -162,11 +162,21 @@ class HFCausalLM(nn.Module):
             # under FSDP2 the root's forward has gathered the head's weight: the gradient made in the fused
             # forward reaches the unsharded parameter and is reduce-scattered with the rest
             hidden = hf.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state
-            return linear_cross_entropy(hidden, hf.get_output_embeddings().weight, labels)
+            return linear_cross_entropy(hidden, head_weight(self), labels)
         logits = self.hf(input_ids=input_ids, use_cache=False).logits
         if labels is None:
             return logits
         return self.loss_fn(logits, labels)
+
+
+def head_weight(model: nn.Module) -> nn.Parameter:
+    """The output head's weight (the token embedding's when tied): what train.fused_loss multiplies by."""
+    if isinstance(model, GPT):
+        return model.lm_head.weight
+    if isinstance(model, HFCausalLM):
+        hf: Any = model.hf
+        return hf.get_output_embeddings().weight
+    raise TypeError(f"no output head known for {type(model).__name__}")
 
 
 # --------------------------------------------------------------------------- construction

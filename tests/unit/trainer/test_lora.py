@@ -212,8 +212,8 @@ def test_zero3_lora_matches_fsdp2_lora(fsdp2_lora: Path, tmp_path: Path) -> None
 
 
 def test_glm_lora_with_the_fused_loss_gives_the_same_loss_and_adapter_gradients() -> None:
-    """train.fused_loss through peft's wrappers: the frozen head makes no weight gradient, the adapters get the
-    gradients the unfused model gives them."""
+    """train.fused_loss through peft's wrappers: the frozen head makes no weight gradient, the adapters get
+    the gradients the unfused model gives them."""
     x = torch.randint(0, 128, (2, 12), generator=torch.Generator().manual_seed(1))
     labels = x.roll(-1, dims=1)
     labels[:, -1] = -100

@@ -123,6 +123,15 @@ def test_zero3_agrees_with_fsdp2(zero3_ref: Path, fsdp2_ref: Path) -> None:
     assert all(abs(zn[s] - fn[s]) <= AGREE * max(1.0, fn[s]) for s in zn), (zn, fn)
 
 
+def test_zero3_with_the_fused_loss_gives_the_same_run(zero3_ref: Path, runs: Path) -> None:
+    """train.fused_loss under ZeRO-3: the head's weight, registered as an external parameter of the root, is
+    gathered for the root's forward and its gradient reduced with the rest: the same losses as without."""
+    out = runs / "zero3-fused-loss"
+    run_trainer(2, *_args(out, 2, "zero3"), "--set", "train.fused_loss=true")
+    assert_close(losses(out), losses(zero3_ref), EXACT * 10, range(1, 9))
+    assert_close(eval_losses(out), eval_losses(zero3_ref), EXACT * 10, range(4, 9, 4))
+
+
 def test_zero3_per_linear_hooks_give_the_same_run_as_leaf_blocks(zero3_ref: Path, runs: Path) -> None:
     """leaf_blocks changes when parameters are gathered (per block, not per Linear), not the arithmetic."""
     out = runs / "zero3-per-linear"

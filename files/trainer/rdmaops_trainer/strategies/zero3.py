@@ -27,6 +27,7 @@ from torch import nn
 
 from ..config import Recipe, RecipeError
 from ..layout import BatchLayout
+from ..models import head_weight
 from ..runtime import Runtime
 from .base import Batch, Strategy
 
@@ -215,6 +216,13 @@ class Zero3Strategy(Strategy):
                     f"one block ({largest} parameters): only part of the next block is prefetched",
                     flush=True,
                 )
+        if t.fused_loss:
+            # the fused loss reads the head's weight in the root's forward without running the head module,
+            # whose hooks would gather it: registered on the root, it is gathered for the root's forward and
+            # its gradient (made in that forward) is reduced as any other
+            import deepspeed
+
+            deepspeed.zero.register_external_parameter(model, head_weight(model))
         if t.compile:
             for block in blocks:
                 block.forward = torch.compile(block.forward)  # type: ignore[method-assign]
