@@ -292,10 +292,12 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     qs = [f"data.seq_len={a.qwen_seq}", f"train.steps={a.qwen_steps}", "train.warmup_steps=2"]
     # steps take about a second: a log (sync) every few steps costs nothing measurable
     qs += [f"train.log_every={a.qwen_log_every}"]
-    qs += [
-        f"train.micro_batch_size={a.qwen_micro}",
-        f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}",
-    ]
+
+    def acc(n: int) -> list[str]:
+        """A global batch of n micro-batches (--qwen-micro each, times --qwen-accum) over the row's GPUs."""
+        return [f"train.global_batch_size={a.qwen_micro * n * a.qwen_accum}"]
+
+    qs += [f"train.micro_batch_size={a.qwen_micro}", *acc(2)]
     # if the large micro-batch does not fit, the row is run again at micro 4 (same global batch)
     fb = [f"train.micro_batch_size={max(1, a.qwen_micro // 2)}"]
     if tiny:
@@ -323,9 +325,10 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         )
         r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]
         runs.append(r)
+
     # FSDP2's compute alone: the same model and micro-batch on one GPU (one shard, no communication), so what
     # holds the 2-GPU row under 60% MFU can be told apart from what the second GPU adds (H200: 141 GB)
-    one = [*fsdp2, f"train.global_batch_size={a.qwen_micro * a.qwen_accum}"]
+    one = [*fsdp2, *acc(1)]
     runs.append(trainer_run(a, "exp trainer qwen1.5b fsdp2 1gpu", "qwen1_5b", 1, one, qfpt))
     r = trainer_run(a, "exp profile qwen1.5b fsdp2 1gpu", "qwen1_5b", 1, [*one, "train.steps=8"], qfpt)
     r.cmd = [py, *prof, *r.cmd[r.cmd.index("--recipe") :]]
@@ -336,11 +339,7 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     # loss on one GPU (its runtime's own costs without the second GPU's communication)
     runs.append(Run("exp gemm shapes qwen1.5b 1gpu", [py, str(HERE / "gemm_shapes.py")], 1, qfpt))
     unf = ["train.fused_loss=false"]
-
-    def acc(n: int) -> list[str]:
-        return [f"train.global_batch_size={a.qwen_micro * n * a.qwen_accum}"]
-
-    m24 = [
+    micro24 = [
         f"train.micro_batch_size={a.qwen_micro * 3 // 2}",
         f"train.global_batch_size={a.qwen_micro * 3 // 2}",
     ]
@@ -349,7 +348,7 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         ("unfusedloss accum2", [*unf, *acc(2)]),
         ("accum2", acc(2)),
         ("accum4", acc(4)),
-        ("micro24", m24),
+        ("micro24", micro24),
     ):
         runs.append(
             trainer_run(a, f"exp trainer qwen1.5b fsdp2 1gpu {label}", "qwen1_5b", 1, [*one, *sets], qfpt)
@@ -375,11 +374,7 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     z3exp = {
         "eager": [*z3eager, "train.compile=false"],
         "eager per-linear": [*z3eager, "train.compile=false", "strategy.zero3.leaf_blocks=false"],
-        "micro8": [
-            *zero3,
-            "train.micro_batch_size=8",
-            f"train.global_batch_size={a.qwen_micro * 2 * a.qwen_accum}",
-        ],
+        "micro8": [*zero3, "train.micro_batch_size=8", *acc(2)],
         "persist1e6": [*zero3, "strategy.zero3.param_persistence_threshold=1000000"],
     }
     for label, sets in z3exp.items():

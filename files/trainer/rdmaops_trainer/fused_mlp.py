@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from . import cublaslt
+from .fused_loss import compute_dtype
 
 
 @torch.library.custom_op("rdmaops::gelu_linear", mutates_args=())
@@ -88,7 +89,7 @@ class FusedMLP(torch.autograd.Function):
 def mlp(x: torch.Tensor, fc: nn.Linear, proj: nn.Linear) -> torch.Tensor:
     """``proj(gelu(fc(x)))`` for x (..., in) in autocast's dtype where it is on, else x's."""
     kind = x.device.type
-    dtype = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else x.dtype
+    dtype = compute_dtype(x)
     if fc.bias is None or proj.bias is None:
         raise ValueError("train.fused_mlp: the MLP's Linear layers need biases (model.config.bias)")
     with torch.autocast(kind, enabled=False):

@@ -40,9 +40,9 @@ def test_gpt2_124m_numbers() -> None:
     assert flops.mfu(500_000, fpt) == pytest.approx(0.4325, abs=1e-3)
 
 
-def test_qwen2_formula_matches_transformers() -> None:
+def tiny_qwen2(shape: dict[str, int]) -> torch.nn.Module:
+    """A transformers Qwen2 (tied embeddings) of the benchmark scripts' shape keys (flops.QWEN15B's)."""
     transformers = pytest.importorskip("transformers")
-    shape = {"vocab": 512, "d": 64, "layers": 2, "ffn": 160, "heads": 4, "kv_heads": 2}
     cfg = transformers.Qwen2Config(
         vocab_size=shape["vocab"],
         hidden_size=shape["d"],
@@ -53,7 +53,12 @@ def test_qwen2_formula_matches_transformers() -> None:
         tie_word_embeddings=True,
     )
     torch.manual_seed(0)
-    model = transformers.Qwen2ForCausalLM(cfg)
+    return transformers.Qwen2ForCausalLM(cfg)
+
+
+def test_qwen2_formula_matches_transformers() -> None:
+    shape = {"vocab": 512, "d": 64, "layers": 2, "ffn": 160, "heads": 4, "kv_heads": 2}
+    model = tiny_qwen2(shape)
     # tied: the embedding table is the lm_head and counted once
     n = sum(p.numel() for p in model.parameters())
     assert flops.qwen2_matmul_params(**shape) == n
@@ -84,20 +89,9 @@ def test_glm4_moe_formula_matches_transformers_active_weights() -> None:
 def test_gemm_shapes_lists_the_linears_of_a_real_qwen2() -> None:
     """gemm_shapes.py times the Linears of a Qwen2 model: the same (fan_in, fan_out) and count as the real one
     has, and the fused projections carry the same weights (so the same FLOPs)."""
-    from transformers import AutoModelForCausalLM, Qwen2Config
-
     shapes = _load("gemm_shapes")
     dims = {"vocab": 320, "d": 64, "layers": 3, "ffn": 96, "heads": 4, "kv_heads": 2}
-    cfg = Qwen2Config(
-        vocab_size=320,
-        hidden_size=64,
-        num_hidden_layers=3,
-        intermediate_size=96,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        tie_word_embeddings=True,
-    )
-    model = AutoModelForCausalLM.from_config(cfg)
+    model = tiny_qwen2(dims)
     real: dict[tuple[int, int], int] = {}
     for m in model.modules():
         if isinstance(m, torch.nn.Linear):

@@ -169,6 +169,11 @@ class Zero3Strategy(Strategy):
         if self.rt.is_cuda:
             model = model.to(self.rt.device)
         self._blockwise(model)
+        if self.recipe.train.fused_loss:
+            # the fused loss reads the head's weight in the root's forward without running the head module,
+            # whose hooks would gather it: registered on the root, it is gathered for the root's forward and
+            # its gradient (made in that forward) is reduced as any other
+            deepspeed.zero.register_external_parameter(model, head_weight(model))
         if self.recipe.strategy.zero3.offload_optimizer:
             optimizer = self._cpu_adam(model)
         else:
@@ -216,13 +221,6 @@ class Zero3Strategy(Strategy):
                     f"one block ({largest} parameters): only part of the next block is prefetched",
                     flush=True,
                 )
-        if t.fused_loss:
-            # the fused loss reads the head's weight in the root's forward without running the head module,
-            # whose hooks would gather it: registered on the root, it is gathered for the root's forward and
-            # its gradient (made in that forward) is reduced as any other
-            import deepspeed
-
-            deepspeed.zero.register_external_parameter(model, head_weight(model))
         if t.compile:
             for block in blocks:
                 block.forward = torch.compile(block.forward)  # type: ignore[method-assign]
