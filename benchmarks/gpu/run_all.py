@@ -384,6 +384,7 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         runs.append(
             trainer_run(a, f"exp trainer qwen1.5b zero3 2gpu prefetch{pf:.0e}", "qwen1_5b", 2, sets, qfpt)
         )
+    runs += h100_qwen_runs(a, fsdp2, zero3, qfpt, tiny)
     # experiments: only when --only names them
     runs += [
         Run(
@@ -605,6 +606,57 @@ def glm_runs(a: argparse.Namespace) -> list[Run]:
     for r in runs:
         r.skip = a.glm_skip
     return [*runs[:1], Run("hf_peft glm-arch lora 1gpu", [sys.executable, *base], 1, fpt), *runs[1:]]
+
+
+def h100_qwen_runs(
+    a: argparse.Namespace, fsdp2: list[str], zero3: list[str], fpt: float, tiny: bool
+) -> list[Run]:
+    """The Qwen rows at micro-batches that fit an 80 GB H100 (2x H100 is the two-GPU machine lent in issue
+    15's fourth session): FSDP2 with the fused loss peaks near 84 GiB per GPU at micro 16 (93.1 unfused in
+    call 18), so micro 12; ZeRO-3 at micro 8 (63.6 GiB in call 06). "accum4": four micro-batches per GPU per
+    optimizer step (FSDP2 reduce-scatters and steps once per four); those rows run 14 steps with a rate
+    window every 2 after step 6, as long as 25 single-micro-batch steps."""
+    fm, zm = (2, 2) if tiny else (12, 8)
+
+    def micro(m: int, n: int) -> list[str]:
+        return [f"train.micro_batch_size={m}", f"train.global_batch_size={2 * m * n}"]
+
+    long = ["train.steps=14", "train.log_every=2"]
+    bfr = ["strategy.fsdp2.reduce_dtype=bfloat16"]
+    rows: list[tuple[str, list[str], bool]] = [
+        (f"fsdp2 2gpu micro{fm}", [*fsdp2, *micro(fm, 1)], False),
+        (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4), *long], True),
+        (f"fsdp2 2gpu micro{fm} accum4 bf16reduce", [*fsdp2, *micro(fm, 4), *long, *bfr], True),
+        (f"zero3 2gpu micro{zm} accum1", [*zero3, *micro(zm, 1)], False),
+        (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4), *long], True),
+        # the block compile as before the fix: DeepSpeed's linear inside the graph, 8 blocks compiled
+        (
+            f"zero3 2gpu micro{zm} accum4 memlinear",
+            [*zero3, *micro(zm, 4), *long, "strategy.zero3.memory_efficient_linear=true"],
+            True,
+        ),
+        # gradient buckets of about one Qwen layer (46.8 M) instead of 500 M: the last bucket's
+        # reduce-scatter, exposed after the backward, is a tenth as large
+        (
+            f"zero3 2gpu micro{zm} accum4 rb5e7",
+            [*zero3, *micro(zm, 4), *long, "strategy.zero3.reduce_bucket_size=50000000"],
+            True,
+        ),
+    ]
+    runs = []
+    for label, sets, accum in rows:
+        r = trainer_run(a, f"exp trainer qwen1.5b {label}", "qwen1_5b", 2, sets, fpt)
+        r.skip = 6 if accum and not tiny else None
+        runs.append(r)
+    prof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
+    for label, sets in (
+        (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4)]),
+        (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4)]),
+    ):
+        r = trainer_run(a, f"exp profile qwen1.5b {label}", "qwen1_5b", 2, [*sets, "train.steps=5"], fpt)
+        r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]
+        runs.append(r)
+    return runs
 
 
 def selected(a: argparse.Namespace, run: Run) -> bool:

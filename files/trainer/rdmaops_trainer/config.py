@@ -127,6 +127,12 @@ class Zero3Options:
     # coalesced all-gather per block instead of per Linear/norm, as FSDP2 shards per block. Needed for
     # train.compile (a block's forward is compiled whole, DeepSpeed's hooks stay outside the graph).
     leaf_blocks: bool = True
+    # DeepSpeed's memory_efficient_linear: it replaces torch.nn.functional.linear, process-wide, with an
+    # autograd.Function that reads each weight's ZeRO id. Inside a compiled block, torch 2.11's dynamo guards
+    # on that id, so every block compiled again until the recompile limit (8) and the rest ran eager: 20 of
+    # Qwen2.5-1.5B's 28 layers (docs/benchmarks.md, issue 15). null: off with train.compile (DeepSpeed does
+    # the same for its own compile), DeepSpeed's default (on) without.
+    memory_efficient_linear: bool | None = None
 
 
 @dataclass

@@ -64,6 +64,10 @@ def ds_config(recipe: Recipe, dp_size: int, cuda: bool) -> dict[str, Any]:
     if precision == "bf16" and not cuda:
         # DeepSpeed's CPU accelerator has no bf16 ZeRO-3 path worth testing; fp32 is what the CPU recipes use.
         raise RecipeError("train.precision: 'bf16' with strategy zero3 needs CUDA; use fp32 (or auto) on CPU")
+    # DeepSpeed's F.linear replacement inside a compiled block made every block recompile (config.py)
+    memory_efficient_linear = (
+        not t.compile if z.memory_efficient_linear is None else z.memory_efficient_linear
+    )
     zero: dict[str, Any] = {
         "stage": 3,
         "overlap_comm": z.overlap_comm,
@@ -74,6 +78,7 @@ def ds_config(recipe: Recipe, dp_size: int, cuda: bool) -> dict[str, Any]:
         "stage3_max_live_parameters": z.max_live_parameters,
         "stage3_max_reuse_distance": z.max_reuse_distance,
         "stage3_gather_16bit_weights_on_model_save": z.gather_16bit_weights_on_model_save,
+        "memory_efficient_linear": memory_efficient_linear,
     }
     if z.offload_optimizer:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": cuda}
