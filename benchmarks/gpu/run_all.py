@@ -384,7 +384,7 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         runs.append(
             trainer_run(a, f"exp trainer qwen1.5b zero3 2gpu prefetch{pf:.0e}", "qwen1_5b", 2, sets, qfpt)
         )
-    runs += h100_qwen_runs(a, fsdp2, zero3, qfpt, tiny)
+    runs += h100_qwen_runs(a, qs, fsdp2, zero3, qfpt, tiny)
     # experiments: only when --only names them
     runs += [
         Run(
@@ -609,61 +609,63 @@ def glm_runs(a: argparse.Namespace) -> list[Run]:
 
 
 def h100_qwen_runs(
-    a: argparse.Namespace, fsdp2: list[str], zero3: list[str], fpt: float, tiny: bool
+    a: argparse.Namespace, qs: list[str], fsdp2: list[str], zero3: list[str], fpt: float, tiny: bool
 ) -> list[Run]:
-    """The Qwen rows at micro-batches that fit an 80 GB H100 (2x H100 is the two-GPU machine lent in issue
-    15's fourth session): FSDP2 with the fused loss peaks near 84 GiB per GPU at micro 16 (93.1 unfused in
-    call 18), so micro 12; ZeRO-3 at micro 8 (63.6 GiB in call 06). "accum4": four micro-batches per GPU per
-    optimizer step (FSDP2 reduce-scatters and steps once per four); those rows run 14 steps with a rate
-    window every 2 after step 6, as long as 25 single-micro-batch steps."""
-    fm, zm = (3, 2) if tiny else (12, 8)
+    """The Qwen rows at micro-batches that fit an 80 GB H100 (2x H100, calls 33-34 of issue 15): FSDP2 with
+    the fused loss peaks near 84 GiB per GPU at micro 16 (93.1 unfused in call 18), so micro 12; ZeRO-3 at
+    micro 8 and 12. "accum4": four micro-batches per GPU per optimizer step (FSDP2 reduce-scatters and steps
+    once per four); those rows run 14 steps with a rate window every 2 after step 6, about as long as 25
+    single-micro-batch steps. "expseg": the allocator's expandable segments (train.expandable_segments, on in
+    the recipe since call 34; calls 33-34 set PYTORCH_CUDA_ALLOC_CONF in the row's environment instead); the
+    other rows here turn them off. "recipe": the qwen1_5b recipe's own batch and settings (micro 12, accum 4,
+    expandable segments, ZeRO-3's 200M prefetch bucket)."""
+    fm, zm, zm2 = (3, 2, 4) if tiny else (12, 8, 12)
 
     def micro(m: int, n: int) -> list[str]:
         return [f"train.micro_batch_size={m}", f"train.global_batch_size={2 * m * n}"]
 
     long = ["train.steps=14", "train.log_every=2"]
     bfr = ["strategy.fsdp2.reduce_dtype=bfloat16"]
+    off = ["train.expandable_segments=false"]
+    # (label, sets, accum rows: 14 steps, a rate window every 2 after step 6)
     rows: list[tuple[str, list[str], bool]] = [
-        (f"fsdp2 2gpu micro{fm}", [*fsdp2, *micro(fm, 1)], False),
-        (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4), *long], True),
-        (f"fsdp2 2gpu micro{fm} accum4 bf16reduce", [*fsdp2, *micro(fm, 4), *long, *bfr], True),
-        (f"zero3 2gpu micro{zm} accum1", [*zero3, *micro(zm, 1)], False),
-        (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4), *long], True),
-        # the block compile as before the fix: DeepSpeed's linear inside the graph, 8 blocks compiled
+        (f"fsdp2 2gpu micro{fm}", [*fsdp2, *micro(fm, 1), *off], False),
+        (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4), *off], True),
+        (f"fsdp2 2gpu micro{fm} accum4 bf16reduce", [*fsdp2, *micro(fm, 4), *bfr, *off], True),
+        (f"zero3 2gpu micro{zm} accum1", [*zero3, *micro(zm, 1), *off], False),
+        (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4), *off], True),
+        # the block compile as before call 33: DeepSpeed's linear inside the graph, 8 blocks compiled
         (
             f"zero3 2gpu micro{zm} accum4 memlinear",
-            [*zero3, *micro(zm, 4), *long, "strategy.zero3.memory_efficient_linear=true"],
+            [*zero3, *micro(zm, 4), "strategy.zero3.memory_efficient_linear=true", *off],
             True,
         ),
         # gradient buckets of about one Qwen layer (46.8 M) instead of 500 M: the last bucket's
         # reduce-scatter, exposed after the backward, is a tenth as large
         (
             f"zero3 2gpu micro{zm} accum4 rb5e7",
-            [*zero3, *micro(zm, 4), *long, "strategy.zero3.reduce_bucket_size=50000000"],
+            [*zero3, *micro(zm, 4), "strategy.zero3.reduce_bucket_size=50000000", *off],
             True,
         ),
+        (f"fsdp2 2gpu micro{zm} accum4", [*fsdp2, *micro(zm, 4), *off], True),
+        (f"zero3 2gpu micro{zm2} accum4", [*zero3, *micro(zm2, 4), *off], True),
+        (f"fsdp2 2gpu micro{fm} accum4 expseg", [*fsdp2, *micro(fm, 4)], True),
+        (f"zero3 2gpu micro{zm2} accum4 expseg", [*zero3, *micro(zm2, 4)], True),
     ]
-    # call 33 on 2x H100: FSDP2 at micro 12 ran slower with accum 4 (72 GiB peak) than without (66 GiB): is
-    # it the caching allocator near the card's 80 GB? "expseg": its expandable segments (no fragmentation,
-    # no cudaFree and re-malloc of cached blocks under pressure). ZeRO-3 peaked at 51.5 GiB at micro 8.
-    zm2 = 4 if tiny else 12
-    rows += [
-        (f"fsdp2 2gpu micro{fm} accum4 expseg", [*fsdp2, *micro(fm, 4), *long], True),
-        (f"fsdp2 2gpu micro{zm} accum4", [*fsdp2, *micro(zm, 4), *long], True),
-        (f"zero3 2gpu micro{zm2} accum4", [*zero3, *micro(zm2, 4), *long], True),
-        (f"zero3 2gpu micro{zm2} accum4 expseg", [*zero3, *micro(zm2, 4), *long], True),
-    ]
+    # the recipe as it ships: only the sequence length, the step count and the strategy set
+    own = [x for x in qs if not x.startswith(("train.micro_batch_size=", "train.global_batch_size="))]
+    rows += [(f"{s} 2gpu recipe", [*own, f"strategy.name={s}"], True) for s in ("fsdp2", "zero3")]
     runs = []
     for label, sets, accum in rows:
-        r = trainer_run(a, f"exp trainer qwen1.5b {label}", "qwen1_5b", 2, sets, fpt)
+        r = trainer_run(
+            a, f"exp trainer qwen1.5b {label}", "qwen1_5b", 2, [*sets, *(long if accum else [])], fpt
+        )
         r.skip = 6 if accum and not tiny else None
-        if label.endswith("expseg"):
-            r.env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
         runs.append(r)
     prof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
     for label, sets in (
-        (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4)]),
-        (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4)]),
+        (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4), *off]),
+        (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4), *off]),
     ):
         r = trainer_run(a, f"exp profile qwen1.5b {label}", "qwen1_5b", 2, [*sets, "train.steps=5"], fpt)
         r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]

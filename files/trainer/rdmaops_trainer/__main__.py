@@ -86,9 +86,12 @@ def main(argv: list[str] | None = None) -> int:
         if _env_rank() == 0:
             print(f"python -m rdmaops_trainer: error: {exc}", file=sys.stderr)
         return 2
-    from .runtime import init_distributed, shutdown_distributed
+    from .runtime import allocator_env, init_distributed, shutdown_distributed
     from .train import run
 
+    if rt.is_cuda:
+        # read once, when CUDA starts in init_distributed (torch.cuda.set_device): set before it
+        os.environ.update(allocator_env(recipe.train.expandable_segments, os.environ))
     init_distributed(rt)
     try:
         run(recipe, rt)

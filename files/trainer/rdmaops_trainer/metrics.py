@@ -101,8 +101,10 @@ def readable(rec: dict[str, Any]) -> str:
         return " | ".join(parts)
     if ev == "eval":
         return f"step {rec['step']:>6} | eval loss {rec['eval_loss']:.4f}"
-    # a value that was not computed (None, "") is left out rather than printed as None or nan
-    rest = ", ".join(f"{k}={v}" for k, v in rec.items() if k not in ("event", "time") and v not in (None, ""))
+    # a value that was not computed (None, "") or an empty list is left out rather than printed as None or []
+    rest = ", ".join(
+        f"{k}={v}" for k, v in rec.items() if k not in ("event", "time") and v not in (None, "", [])
+    )
     return f"[{ev}] {rest}"
 
 

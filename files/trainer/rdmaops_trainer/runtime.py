@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +74,25 @@ def resolve_runtime(recipe: Recipe) -> Runtime:
     return Runtime(rank, world, local, device, backend, dtype)
 
 
+# the variable torch 2.11 reads (PYTORCH_ALLOC_CONF is the newer name for the same settings)
+ALLOC_CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+
+
+def allocator_env(expandable_segments: bool, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables to set for the CUDA caching allocator (train.expandable_segments): none when the option
+    is off or the environment already sets expandable_segments; else expandable_segments:True added to a
+    setting already there, or PYTORCH_CUDA_ALLOC_CONF set."""
+    if not expandable_segments:
+        return {}
+    for var in ALLOC_CONF_VARS:
+        value = environ.get(var, "")
+        if "expandable_segments" in value:
+            return {}
+        if value:
+            return {var: f"{value},expandable_segments:True"}
+    return {ALLOC_CONF_VARS[0]: "expandable_segments:True"}
+
+
 def init_distributed(rt: Runtime) -> None:
     if rt.is_cuda:
         torch.cuda.set_device(rt.device)
@@ -132,3 +152,32 @@ def attention_backends(name: str) -> Iterator[None]:
 
     with sdpa_kernel(order, set_priority=True):
         yield
+
+
+class RecompileLimitHits(logging.Handler):
+    """Records torch._dynamo's "hit config.recompile_limit" warnings: from then on the function named runs
+    eager, with no error. Under ZeRO-3 every decoder layer once recompiled until the limit (8), and 20 of
+    the 28 layers of the Qwen2.5-1.5B rows ran eager for three sessions unnoticed (docs/benchmarks.md,
+    call 33)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.functions: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        lines = record.getMessage().splitlines()
+        if lines and "hit config." in lines[0]:
+            where = next((x.split("function:", 1)[1].strip() for x in lines if "function:" in x), "?")
+            self.functions.append(where)
+
+
+@contextlib.contextmanager
+def recompile_limit_hits() -> Iterator[list[str]]:
+    """The functions that hit dynamo's recompile limit inside (``'forward' (file:line)``, one per hit)."""
+    watch = RecompileLimitHits()
+    logger = logging.getLogger("torch._dynamo.convert_frame")
+    logger.addHandler(watch)
+    try:
+        yield watch.functions
+    finally:
+        logger.removeHandler(watch)

@@ -13,7 +13,7 @@ from .config import Recipe
 from .data import StepSampler, eval_batches, load_datasets
 from .metrics import MetricsLogger, peak_flops, peak_memory_gb, plot_loss
 from .models import build_model, count_params, enable_gradient_checkpointing, flops_per_token
-from .runtime import Runtime, attention_backends
+from .runtime import Runtime, attention_backends, recompile_limit_hits
 from .strategies import Strategy, get_strategy
 from .tokenizer import build_tokenizer
 
@@ -65,11 +65,11 @@ def build_device(recipe: Recipe, rt: Runtime, strategy: Strategy, vocab: int) ->
 
 def run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
     """Train (or resume) the recipe; the process group must exist. Returns a summary (every rank)."""
-    with attention_backends(recipe.train.attention):
-        return _run(recipe, rt)
+    with attention_backends(recipe.train.attention), recompile_limit_hits() as hits:
+        return _run(recipe, rt, hits)
 
 
-def _run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
+def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, Any]:
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     out = recipe.output_dir
@@ -175,6 +175,13 @@ def _run(recipe: Recipe, rt: Runtime) -> dict[str, Any]:
 
         end["compiled_graphs"] = int(counters["stats"]["unique_graphs"])
         end["graph_breaks"] = int(sum(counters["graph_break"].values()))
+        end["recompile_limit_hits"] = list(recompile_hits)
+        if recompile_hits and rt.is_main:
+            print(
+                f"warning: train.compile: {', '.join(recompile_hits)} hit torch._dynamo's recompile limit "
+                "and ran eager from then on (TORCH_LOGS=recompiles shows why)",
+                flush=True,
+            )
     logger.log("end", **end, export=str(exported or ""))
     if logger.active:
         logger.close()

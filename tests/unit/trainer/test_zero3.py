@@ -13,7 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_close, eval_losses, losses, records, run_trainer, tiny_args, trainer_env
+from conftest import (
+    assert_close,
+    eval_losses,
+    free_port,
+    losses,
+    records,
+    run_trainer,
+    tiny_args,
+    trainer_env,
+)
 from rdmaops_trainer.config import RecipeError, load_recipe
 from rdmaops_trainer.strategies.zero3 import ds_config, saved_dp_world_size
 
@@ -97,6 +106,60 @@ def test_ds_config_rejects_bad_values() -> None:
         ds_config(load_recipe("tiny", sets), 2, cuda=False)
 
 
+def _memory_efficient_linear(*sets: str) -> bool:
+    recipe = load_recipe("qwen1_5b", ["strategy.name=zero3", *sets])
+    return bool(ds_config(recipe, dp_size=2, cuda=True)["zero_optimization"]["memory_efficient_linear"])
+
+
+def test_deepspeeds_linear_is_off_when_blocks_are_compiled() -> None:
+    assert load_recipe("qwen1_5b").train.compile
+    assert _memory_efficient_linear() is False
+    assert _memory_efficient_linear("train.compile=false") is True  # DeepSpeed's default
+    assert _memory_efficient_linear("strategy.zero3.memory_efficient_linear=true") is True
+    assert (
+        _memory_efficient_linear("train.compile=false", "strategy.zero3.memory_efficient_linear=false")
+        is False
+    )
+
+
+# deepspeed.initialize with the trainer's ds_config on one gloo rank: does DeepSpeed replace F.linear?
+_LINEAR_PROBE = """
+import sys, torch, torch.distributed as dist
+from rdmaops_trainer.config import load_recipe
+from rdmaops_trainer.strategies.zero3 import _use_accelerator, ds_config
+dist.init_process_group("gloo", rank=0, world_size=1)
+_use_accelerator(False)
+import deepspeed, deepspeed.ops
+deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
+linear = torch.nn.functional.linear
+recipe = load_recipe("tiny", ["strategy.name=zero3", *sys.argv[1:]])
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+config = ds_config(recipe, dp_size=1, cuda=False)
+deepspeed.initialize(model=model, optimizer=torch.optim.AdamW(model.parameters()), config=config)
+print("F.linear:", "deepspeed" if torch.nn.functional.linear is not linear else "torch")
+"""
+
+
+@pytest.mark.parametrize(("compile_", "expected"), [("true", "torch"), ("false", "deepspeed")])
+def test_deepspeed_leaves_torchs_linear_in_compiled_blocks(compile_: str, expected: str) -> None:
+    """DeepSpeed's replacement reads each weight's ZeRO id inside the compiled graph; torch 2.11 guarded on
+    it and recompiled every block until its limit (8 of Qwen2.5-1.5B's 28 layers compiled, call 33)."""
+    env = trainer_env()
+    env.update(
+        RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _LINEAR_PROBE, f"train.compile={compile_}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"F.linear: {expected}" in proc.stdout, proc.stdout[-2000:]
+
+
 def test_zero3_trains_with_falling_loss(zero3_ref: Path) -> None:
     curve = losses(zero3_ref)
     assert sorted(curve) == list(range(1, 9))
@@ -158,6 +221,7 @@ def test_zero3_compiled_blocks_with_checkpointing_match_eager(zero3_ref: Path, r
     assert_close(eval_losses(out), eval_losses(zero3_ref), AGREE, range(4, 9, 4))
     end = records(out, "end")[0]
     assert end["compiled_graphs"] >= 2 and end["graph_breaks"] == 0, end
+    assert end["recompile_limit_hits"] == [], end
 
 
 def test_zero3_resume_is_exact(zero3_ref: Path, runs: Path) -> None:
