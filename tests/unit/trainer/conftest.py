@@ -63,6 +63,21 @@ def trainer_env() -> dict[str, str]:
     return env
 
 
+def python_code(code: str, *args: str, env: dict[str, str] | None = None, timeout: float = 300) -> str:
+    """stdout of ``python -c code args`` in a fresh interpreter (trainer_env() unless ``env``), which must
+    exit 0."""
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=trainer_env() if env is None else env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))

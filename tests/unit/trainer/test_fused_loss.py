@@ -6,15 +6,13 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import TRAINER_DIR, refusal
+from conftest import TRAINER_DIR, python_code, refusal
 from rdmaops_trainer import fused_loss
 from rdmaops_trainer.config import FUSED_LOSS_HF_TYPES, RecipeError, load_recipe
 from rdmaops_trainer.models import HFCausalLM, build_model, lm_loss
@@ -98,16 +96,8 @@ print(json.dumps(out))
 def interpreted_kernel() -> dict[str, Any]:
     pytest.importorskip("triton", reason="requirements.txt installs triton; the kernel test needs it")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(TRAINER_DIR)}
-    proc = subprocess.run(
-        [sys.executable, "-c", KERNEL_CHECK],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = python_code(KERNEL_CHECK, env=env)
+    result: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return result
 
 

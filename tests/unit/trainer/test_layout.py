@@ -4,11 +4,9 @@ errors name the recipe keys and where the world size came from."""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 
 import pytest
-from conftest import TRAINER_DIR, trainer_env
+from conftest import TRAINER_DIR, python_code, trainer_env
 from rdmaops_trainer.config import RecipeError, available_recipes, load_recipe
 from rdmaops_trainer.layout import CLUSTER_SOURCE, BatchLayout
 
@@ -166,8 +164,6 @@ def test_layout_and_config_import_no_torch() -> None:
         "import sys, rdmaops_trainer.config, rdmaops_trainer.layout\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'transformers')))\n"
     )
-    p = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=trainer_env(), check=True
-    )
-    assert p.stdout.strip() == "[]", p.stdout
+    out = python_code(code)
+    assert out.strip() == "[]", out
     assert str(TRAINER_DIR) in trainer_env()["PYTHONPATH"]

@@ -18,6 +18,7 @@ from conftest import (
     eval_losses,
     free_port,
     losses,
+    python_code,
     records,
     run_trainer,
     tiny_args,
@@ -148,16 +149,8 @@ def test_deepspeed_leaves_torchs_linear_in_compiled_blocks(compile_: str, expect
     env.update(
         RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", _LINEAR_PROBE, f"train.compile={compile_}"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"F.linear: {expected}" in proc.stdout, proc.stdout[-2000:]
+    out = python_code(_LINEAR_PROBE, f"train.compile={compile_}", env=env, timeout=180)
+    assert f"F.linear: {expected}" in out, out[-2000:]
 
 
 def test_zero3_trains_with_falling_loss(zero3_ref: Path) -> None:
