@@ -151,6 +151,21 @@ def torchrun(nproc: int) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
 
 
+def profiled(r: Run, steps_at: int, profile_steps: int) -> Run:
+    """The trainer row ``r`` run under profile_trainer.py, which profiles its optimizer steps
+    [steps_at, steps_at + profile_steps) and prints one PROFILE line."""
+    prof = [
+        str(HERE / "profile_trainer.py"),
+        "--steps-at",
+        str(steps_at),
+        "--profile-steps",
+        str(profile_steps),
+    ]
+    launcher = torchrun(r.gpus) if r.gpus > 1 else [sys.executable]
+    r.cmd = [*launcher, *prof, "--", *r.cmd[r.cmd.index("--recipe") :]]
+    return r
+
+
 # --------------------------------------------------------------------------- environment
 
 
@@ -318,21 +333,18 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     runs.append(trainer_run(a, "trainer qwen1.5b zero3 2gpu", "qwen1_5b", 2, zero3, qfpt, fallback=fb))
     eager = [*qs, "strategy.name=fsdp2", "train.compile=false", *a.qwen_set]
     runs.append(trainer_run(a, "exp trainer qwen1.5b fsdp2 2gpu eager", "qwen1_5b", 2, eager, qfpt))
-    prof = [str(HERE / "profile_trainer.py"), "--steps-at", "6", "--profile-steps", "2", "--"]
     for strat, sets in (("zero3", zero3), ("fsdp2", fsdp2)):
         r = trainer_run(
             a, f"exp profile qwen1.5b {strat} 2gpu", "qwen1_5b", 2, [*sets, "train.steps=8"], qfpt
         )
-        r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]
-        runs.append(r)
+        runs.append(profiled(r, 6, 2))
 
     # FSDP2's compute alone: the same model and micro-batch on one GPU (one shard, no communication), so what
     # holds the 2-GPU row under 60% MFU can be told apart from what the second GPU adds (H200: 141 GB)
     one = [*fsdp2, *acc(1)]
     runs.append(trainer_run(a, "exp trainer qwen1.5b fsdp2 1gpu", "qwen1_5b", 1, one, qfpt))
     r = trainer_run(a, "exp profile qwen1.5b fsdp2 1gpu", "qwen1_5b", 1, [*one, "train.steps=8"], qfpt)
-    r.cmd = [py, *prof, *r.cmd[r.cmd.index("--recipe") :]]
-    runs.append(r)
+    runs.append(profiled(r, 6, 2))
     # levers on the FSDP2 row (the recipe fuses the head and the loss, train.fused_loss): the loss unfused as
     # before, 2 or 4 micro-batches per optimizer step (the optimizer, and on 2 GPUs the reduce-scatter, once
     # per step), micro-batch 24, the reduce-scatter in bf16 (2 GPUs only); ZeRO-3 with and without the fused
@@ -521,8 +533,7 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
     r = trainer_run(a, f"exp trainer gpt2 ddp 1gpu gb{gb} max-autotune", "gpt2", 1, gb_sets, fpt)
     r.env = {"TORCHINDUCTOR_MAX_AUTOTUNE": "1"}
     runs.append(r)
-    gprof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
-    profiled = (
+    profile_rows: tuple[tuple[str, list[str]], ...] = (
         ("", []),
         (" cudnn", cud),
         (" unfused", nofl),
@@ -530,12 +541,11 @@ def build_runs(a: argparse.Namespace) -> list[Run]:
         (" cudagraphs", cg),
         (" fusedmlp", fmlp),
     )
-    for label, extra in profiled:
+    for label, extra in profile_rows:
         r = trainer_run(
             a, f"exp profile gpt2 1gpu gb{gb}{label}", "gpt2", 1, [*gb_sets, *extra, "train.steps=6"], fpt
         )
-        r.cmd = [py, *gprof, *r.cmd[r.cmd.index("--recipe") :]]
-        runs.append(r)
+        runs.append(profiled(r, 4, 1))
     if a.gpus < 2:
         runs = [r for r in runs if r.gpus == 1]
     # most important first: a run cut by --budget loses the least
@@ -662,14 +672,12 @@ def h100_qwen_runs(
         )
         r.skip = 6 if accum and not tiny else None
         runs.append(r)
-    prof = [str(HERE / "profile_trainer.py"), "--steps-at", "4", "--profile-steps", "1", "--"]
     for label, sets in (
         (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4), *off]),
         (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4), *off]),
     ):
         r = trainer_run(a, f"exp profile qwen1.5b {label}", "qwen1_5b", 2, [*sets, "train.steps=5"], fpt)
-        r.cmd = [*torchrun(2), *prof, *r.cmd[r.cmd.index("--recipe") :]]
-        runs.append(r)
+        runs.append(profiled(r, 4, 1))
     return runs
 
 

@@ -86,13 +86,10 @@ def main(argv: list[str] | None = None) -> int:
         if _env_rank() == 0:
             print(f"python -m rdmaops_trainer: error: {exc}", file=sys.stderr)
         return 2
-    from .runtime import allocator_env, init_distributed, shutdown_distributed
+    from .runtime import init_distributed, shutdown_distributed
     from .train import run
 
-    if rt.is_cuda:
-        # read once, when CUDA starts in init_distributed (torch.cuda.set_device): set before it
-        os.environ.update(allocator_env(recipe.train.expandable_segments, os.environ))
-    init_distributed(rt)
+    init_distributed(rt, recipe.train.expandable_segments)
     try:
         run(recipe, rt)
     finally:

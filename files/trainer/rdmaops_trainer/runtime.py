@@ -93,8 +93,10 @@ def allocator_env(expandable_segments: bool, environ: Mapping[str, str]) -> dict
     return {ALLOC_CONF_VARS[0]: "expandable_segments:True"}
 
 
-def init_distributed(rt: Runtime) -> None:
+def init_distributed(rt: Runtime, expandable_segments: bool = False) -> None:
     if rt.is_cuda:
+        # the allocator reads its settings once, when CUDA starts here (set_device): set them before
+        os.environ.update(allocator_env(expandable_segments, os.environ))
         torch.cuda.set_device(rt.device)
     elif "OMP_NUM_THREADS" not in os.environ:
         # CPU ranks share the node's cores: intra-op threads per rank oversubscribe them (seen: 10x slower
