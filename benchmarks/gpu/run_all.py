@@ -672,17 +672,25 @@ def h100_qwen_runs(
     rows += [
         ("fsdp2 2gpu recipe accum8", [*fs, *micro(fm, 8)], True),
         ("fsdp2 2gpu recipe flash", [*fs, "train.attention=flash"], True),
+        # the gradients reduced (and, over the micro-batches, accumulated unsharded) in bf16: no fp32 adds
+        ("fsdp2 2gpu recipe bf16reduce", [*fs, *bfr], True),
         ("fsdp2 2gpu recipe cdtune", fs, True),
+        # the recipe's compute alone on one GPU (no communication): 4 micro-batches of 12 per step
+        ("fsdp2 1gpu recipe", [*fs, f"train.global_batch_size={fm * 4}"], True),
     ]
     envs = {"fsdp2 2gpu recipe cdtune": {"TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}}
     runs = []
     for label, sets, accum in rows:
+        gpus = 1 if " 1gpu " in label else 2
         r = trainer_run(
-            a, f"exp trainer qwen1.5b {label}", "qwen1_5b", 2, [*sets, *(long if accum else [])], fpt
+            a, f"exp trainer qwen1.5b {label}", "qwen1_5b", gpus, [*sets, *(long if accum else [])], fpt
         )
         r.skip = 6 if accum and not tiny else None
         r.env = envs.get(label, {})
         runs.append(r)
+    # every GEMM of the recipe's micro-batch (12 x 2048 tokens) timed alone on this GPU
+    gemm = [sys.executable, str(HERE / "gemm_shapes.py"), "--tokens", str(fm * a.qwen_seq)]
+    runs.append(Run(f"exp gemm shapes qwen1.5b 1gpu micro{fm}", gemm, 1, fpt))
     for label, sets in (
         (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4), *off]),
         (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4), *off]),
