@@ -28,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from flops import (  # noqa: E402
     mfu,
     qwen2_matmul_params,
 )
+from gpu_clocks import Sampler  # noqa: E402
 
 # The device machine's rule: no NVLink multicast anywhere (it can take the host's shared GPUs down).
 SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -743,16 +745,22 @@ def cleanup(run: Run) -> None:
 
 
 def execute(a: argparse.Namespace, run: Run, results: dict[str, Any]) -> None:
-    rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, {**child_env(run.gpus, a.device), **run.env})
-    if rc not in (0, 124, 125) and run.fallback is not None:
-        log(f"===== {run.name}: failed (rc={rc}), running its fallback")
-        cleanup(run)
-        first_rc, run = rc, run.fallback
-        rc, out, wall = run_cmd(run.name, run.cmd, a.timeout, {**child_env(run.gpus, a.device), **run.env})
-        run.info["fallback_after_rc"] = first_rc
-    elif run.fallback is not None:
-        cleanup(run.fallback)
+    def go(r: Run) -> tuple[int, str, float]:
+        return run_cmd(r.name, r.cmd, a.timeout, {**child_env(r.gpus, a.device), **r.env})
+
+    with Sampler() if a.gpu_clocks else nullcontext() as clocks:
+        rc, out, wall = go(run)
+        if rc not in (0, 124, 125) and run.fallback is not None:
+            log(f"===== {run.name}: failed (rc={rc}), running its fallback")
+            cleanup(run)
+            first_rc, run = rc, run.fallback
+            rc, out, wall = go(run)
+            run.info["fallback_after_rc"] = first_rc
+        elif run.fallback is not None:
+            cleanup(run.fallback)
     row: dict[str, Any] = {"name": run.name, "gpus": run.gpus, "rc": rc, "wall_s": round(wall, 1), **run.info}
+    if clocks is not None:
+        row["gpu_clocks"] = clocks.summary
     if run.pair:
         row["pair"] = run.pair
     prof = [x for x in out.splitlines() if x.startswith("PROFILE {")]
@@ -847,6 +855,8 @@ def main() -> None:
     ap.add_argument("--markdown", action="store_true", help="with --merge: a Markdown table")
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--scratch", default=None)
+    clocks_help = "sample nvidia-smi during every row: SM clock, power and slowdown reasons (gpu_clocks.py)"
+    ap.add_argument("--gpu-clocks", action="store_true", help=clocks_help)
     a = ap.parse_args()
     if a.merge:
         merged: dict[str, dict[str, Any]] = {}
