@@ -8,6 +8,7 @@ clocks say how much of the peak was on offer. nvidia-smi samples every 500 ms; s
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import tempfile
@@ -72,9 +73,12 @@ class Sampler:
         self.cmd = [smi, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits", "-lms", str(interval_ms)]
         self.summary: dict[str, Any] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        self._file = Path(tempfile.mkstemp(prefix="gpu-clocks-", suffix=".csv")[1])
+        self._file = Path()
 
     def __enter__(self) -> Sampler:
+        fd, name = tempfile.mkstemp(prefix="gpu-clocks-", suffix=".csv")
+        os.close(fd)
+        self._file = Path(name)
         try:
             with open(self._file, "wb") as fh:
                 self._proc = subprocess.Popen(self.cmd, stdout=fh, stderr=subprocess.DEVNULL)

@@ -667,7 +667,7 @@ def h100_qwen_runs(
     # the recipe as it ships: only the sequence length, the step count and the strategy set
     own = [x for x in qs if not x.startswith(("train.micro_batch_size=", "train.global_batch_size="))]
     rows += [(f"{s} 2gpu recipe", [*own, f"strategy.name={s}"], True) for s in ("fsdp2", "zero3")]
-    # levers on the FSDP2 recipe (call 35): 8 micro-batches per step; FlashAttention-2 instead of cuDNN's;
+    # levers on the FSDP2 recipe (calls 35-37): 8 micro-batches per step; FlashAttention-2 instead of cuDNN's;
     # inductor's coordinate-descent tuning of its Triton kernels (RMSNorm, SwiGLU, rotary, the adds: the
     # part of the step that is neither GEMM nor attention)
     fs = [*own, "strategy.name=fsdp2"]
@@ -677,7 +677,8 @@ def h100_qwen_runs(
         # the gradients reduced (and, over the micro-batches, accumulated unsharded) in bf16: no fp32 adds
         ("fsdp2 2gpu recipe bf16reduce", [*fs, *bfr], True),
         ("fsdp2 2gpu recipe cdtune", fs, True),
-        # the recipe's compute alone on one GPU (no communication): 4 micro-batches of 12 per step
+        # the recipe's compute alone on one GPU (no communication): 4 micro-batches of 12 per step (needs more
+        # than an 80 GB H100 has: the whole optimizer state on one card, call 36)
         ("fsdp2 1gpu recipe", [*fs, f"train.global_batch_size={fm * 4}"], True),
     ]
     envs = {"fsdp2 2gpu recipe cdtune": {"TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}}
