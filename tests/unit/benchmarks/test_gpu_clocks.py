@@ -71,9 +71,8 @@ def test_sampler_reads_what_the_tool_printed(tmp_path: Path) -> None:
     if not os.access(fake, os.X_OK):
         pytest.skip("cannot execute files in tmp_path")
     with gpu_clocks.Sampler(smi=str(fake)) as s:
-        for _ in range(200):  # until both samples are written
-            if s._file.read_text().count("\n") >= 2:
-                break
+        deadline = time.monotonic() + 10
+        while s._file.read_text().count("\n") < 2 and time.monotonic() < deadline:  # both samples written
             time.sleep(0.05)
     assert s.summary is not None and s.summary["busy_samples"] == 2
     assert not s._file.exists()
