@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
+import flops
+import gemm_shapes as shapes
+import minimal_gpt2
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"
-
-
-def _load(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-flops = _load("flops")
-
 
 def test_gpt2_formula_matches_the_minimal_model() -> None:
-    minimal = _load("minimal_gpt2")
-    model = minimal.GPT(vocab=1000, seq=32, layers=3, d=48, heads=4)
+    model = minimal_gpt2.GPT(vocab=1000, seq=32, layers=3, d=48, heads=4)
     n = sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
     assert flops.gpt2_matmul_params(1000, 48, 3) == n
 
@@ -89,7 +73,6 @@ def test_glm4_moe_formula_matches_transformers_active_weights() -> None:
 def test_gemm_shapes_lists_the_linears_of_a_real_qwen2() -> None:
     """gemm_shapes.py times the Linears of a Qwen2 model: the same (fan_in, fan_out) and count as the real one
     has, and the fused projections carry the same weights (so the same FLOPs)."""
-    shapes = _load("gemm_shapes")
     dims = {"vocab": 320, "d": 64, "layers": 3, "ffn": 96, "heads": 4, "kv_heads": 2}
     model = tiny_qwen2(dims)
     real: dict[tuple[int, int], int] = {}

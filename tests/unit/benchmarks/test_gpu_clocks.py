@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import stat
-import sys
 import time
 from pathlib import Path
 
+import gpu_clocks
 import pytest
-
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"
-spec = importlib.util.spec_from_file_location("gpu_clocks", BENCH / "gpu_clocks.py")
-assert spec is not None and spec.loader is not None
-gpu_clocks = importlib.util.module_from_spec(spec)
-sys.modules["gpu_clocks"] = gpu_clocks
-spec.loader.exec_module(gpu_clocks)
 
 # index, clocks.sm, power.draw, utilization.gpu, clocks_event_reasons.active (csv,noheader,nounits)
 IDLE = ["0, 345, 76.04, 0, 0x0000000000000001", "1, 345, 71.70, 0, 0x0000000000000001"]

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import profile_trainer
 import torch
-
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "gpu"
-spec = importlib.util.spec_from_file_location("profile_trainer", BENCH / "profile_trainer.py")
-assert spec is not None and spec.loader is not None
-profile_trainer = importlib.util.module_from_spec(spec)
-sys.modules["profile_trainer"] = profile_trainer
-spec.loader.exec_module(profile_trainer)
 
 SEEN = {
     "nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB_NNN": "gemm",
