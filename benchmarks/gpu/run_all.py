@@ -681,6 +681,17 @@ def h100_qwen_runs(
         # than an 80 GB H100 has: the whole optimizer state on one card, call 36)
         ("fsdp2 1gpu recipe", [*fs, f"train.global_batch_size={fm * 4}"], True),
     ]
+    # the SwiGLU in quack's GEMM epilogues (train.fused_swiglu; quack-kernels carried to the machine), alone
+    # and with the bf16 reduce; micro-batch 16 where the card has the memory (H200: 141 GB)
+    fsw = ["train.fused_swiglu=true"]
+    m16 = 4 if tiny else 16
+    rows += [
+        ("fsdp2 2gpu recipe fusedswiglu", [*fs, *fsw], True),
+        ("fsdp2 2gpu recipe fusedswiglu bf16reduce", [*fs, *fsw, *bfr], True),
+        (f"fsdp2 2gpu recipe micro{m16}", [*fs, *micro(m16, 4)], True),
+        (f"fsdp2 2gpu recipe micro{m16} fusedswiglu bf16reduce", [*fs, *micro(m16, 4), *fsw, *bfr], True),
+        ("zero3 2gpu recipe fusedswiglu", [*own, "strategy.name=zero3", *fsw], True),
+    ]
     envs = {"fsdp2 2gpu recipe cdtune": {"TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}}
     runs = []
     for label, sets, accum in rows:
@@ -698,6 +709,7 @@ def h100_qwen_runs(
         (f"zero3 2gpu micro{zm} accum4", [*zero3, *micro(zm, 4), *off]),
         (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4), *off]),
         ("fsdp2 2gpu recipe", fs),
+        ("fsdp2 2gpu recipe fusedswiglu", [*fs, *fsw]),
     ):
         r = trainer_run(a, f"exp profile qwen1.5b {label}", "qwen1_5b", 2, [*sets, "train.steps=5"], fpt)
         runs.append(profiled(r, 4, 1))

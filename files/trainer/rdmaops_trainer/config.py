@@ -201,6 +201,12 @@ class TrainConfig:
     # rdmaops_trainer/fused_mlp.py). Saves the GELU kernels' memory traffic.
     # model.kind gpt2 with biases, strategy ddp, bf16 compute; on a CPU rank the same plan runs in torch ops.
     fused_mlp: bool = False
+    # a transformers model's SwiGLU MLPs (bias-free gate/up/down, SiLU: llama, qwen2, qwen3, mistral, ...)
+    # through quack's Hopper GEMMs with the SwiGLU and its gradient in their epilogues (quack-kernels package,
+    # rdmaops_trainer/fused_swiglu.py): the two memory-bound SwiGLU kernels of each layer and micro-batch go.
+    # model.kind hf, bf16 compute on a GPU of compute capability 9 or 10; on a CPU rank the same plan runs in
+    # torch ops. Not with LoRA (its wrapped projections are not plain Linear layers).
+    fused_swiglu: bool = False
     # the CUDA caching allocator's expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set
     # before CUDA starts unless the environment already says): one growing mapping instead of fixed blocks,
     # so a run near the card's memory neither fragments nor frees and re-allocates its cache every step.
@@ -462,6 +468,16 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
     if t.fused_mlp and not m.config.get("bias", True):
         raise RecipeError(
             "train.fused_mlp: true needs model.config.bias true: the GELU epilogue adds the bias"
+        )
+    if t.fused_swiglu and (m.kind != "hf" or recipe.lora.enabled):
+        raise RecipeError(
+            "train.fused_swiglu: true needs model.kind hf without LoRA, not model.kind "
+            f"{m.kind!r} with lora.enabled {recipe.lora.enabled} (set train.fused_swiglu=false)"
+        )
+    if t.fused_swiglu and recipe.cluster.device != "cpu" and t.precision == "fp32":
+        raise RecipeError(
+            "train.fused_swiglu: true needs bf16 compute on a GPU (quack's GEMMs), not train.precision "
+            "'fp32' (set train.fused_swiglu=false)"
         )
     if t.cuda_graphs and (s.name != "ddp" or not t.compile or recipe.cluster.device == "cpu"):
         raise RecipeError(

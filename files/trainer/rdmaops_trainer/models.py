@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from . import fused_mlp
+from . import fused_mlp, fused_swiglu
 from .config import FUSED_LOSS_HF_TYPES, GPTConfig, Recipe, RecipeError, fused_loss_type_refusal
 from .fused_loss import linear_cross_entropy
 
@@ -144,6 +144,7 @@ class HFCausalLM(nn.Module):
         # train.fused_loss: the decoder's hidden states and the output head's weight go to
         # fused_loss.linear_cross_entropy; the model's own head forward (and its logits) is skipped
         self.fused_loss = False
+        self.fused_swiglu_mlps = 0
 
     @property
     def config(self) -> Any:
@@ -255,6 +256,8 @@ def build_model(
             hf = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
     model = HFCausalLM(hf)
     model.fused_loss = recipe.train.fused_loss
+    # how many MLPs run train.fused_swiglu's ops (the start record says so)
+    model.fused_swiglu_mlps = fused_swiglu.patch(hf) if recipe.train.fused_swiglu else 0
     return model
 
 

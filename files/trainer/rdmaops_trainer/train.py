@@ -80,6 +80,10 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
     vocab = tok.vocab_size if tok is not None else _model_vocab(recipe)
     train_data, eval_data = load_datasets(recipe, tok, vocab)
 
+    if recipe.train.fused_swiglu:
+        from .fused_swiglu import require_kernels
+
+        require_kernels(rt.device)
     where = "meta" if strategy.build_on_meta() else build_device(recipe, rt, strategy, vocab)
     with strategy.init_context():
         model = build_model(recipe, vocab_size=vocab, device=where)
@@ -114,6 +118,7 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
         # a ZeRO-3 parameter is an empty placeholder outside its gather; ds_numel is its full size
         trainable_params=sum(getattr(p, "ds_numel", p.numel()) for p in strategy.trainable_parameters()),
         flops_per_token=fpt,
+        fused_swiglu_mlps=getattr(model, "fused_swiglu_mlps", 0),
         train_blocks=len(train_data),
         eval_blocks=len(eval_data),
         micro_batches_per_step=layout.grad_accum,

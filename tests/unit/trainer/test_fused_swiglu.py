@@ -1,0 +1,147 @@
+"""train.fused_swiglu: the interleaved plan (run in torch ops on the CPU, in quack's GEMMs on a Hopper GPU)
+against transformers' own SwiGLU MLP, the custom ops' fake kernels and gradients, the patching of a model,
+and the refusals."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_refused
+from rdmaops_trainer import fused_swiglu
+from rdmaops_trainer.config import RecipeError, load_recipe
+from rdmaops_trainer.models import HFCausalLM, build_model
+from torch import nn
+
+# tokens, hidden, intermediate, out: all different, so a swapped dimension cannot pass
+TOKENS, D, FFN = 24, 16, 40
+
+
+def rand(*shape: int, seed: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+def plain(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor) -> torch.Tensor:
+    return (F.silu(x @ wg.T) * (x @ wu.T)) @ wd.T
+
+
+def test_the_forward_gives_the_mlp_and_the_pre_activation_interleaved() -> None:
+    x, wg, wu, wd = rand(TOKENS, D, seed=1), rand(FFN, D, seed=2), rand(FFN, D, seed=3), rand(D, FFN, seed=4)
+    y, pre = fused_swiglu.swiglu_mlp(x, torch.cat([wg, wu]), wd)
+    torch.testing.assert_close(y, plain(x, wg, wu, wd))
+    assert pre.shape == (TOKENS, 2 * FFN)
+    # quack's gated GEMMs lay gate and up column by column: g0, u0, g1, u1, ...
+    torch.testing.assert_close(pre[:, 0::2], x @ wg.T)
+    torch.testing.assert_close(pre[:, 1::2], x @ wu.T)
+
+
+def test_the_gradients_are_those_of_the_mlp() -> None:
+    """float64 finite differences through the op and its registered backward."""
+    args = [rand(6, 8, seed=1, dtype=torch.float64), rand(2 * 10, 8, seed=2, dtype=torch.float64)]
+    args.append(rand(4, 10, seed=3, dtype=torch.float64))
+    args = [a.requires_grad_() for a in args]
+    assert torch.autograd.gradcheck(lambda *a: torch.ops.rdmaops.swiglu_mlp(*a)[0], args)
+
+
+def test_the_custom_ops_have_consistent_fake_kernels_and_schemas() -> None:
+    x, w1, w2 = rand(TOKENS, D, seed=1), rand(2 * FFN, D, seed=2), rand(D, FFN, seed=4)
+    torch.library.opcheck(fused_swiglu.swiglu_mlp, (x, w1, w2))
+    dy, pre = rand(TOKENS, D, seed=5), rand(TOKENS, 2 * FFN, seed=6)
+    torch.library.opcheck(fused_swiglu.swiglu_mlp_backward, (dy, x, w1, w2, pre))
+
+
+QWEN = [
+    "model.config.hidden_size=64",
+    "model.config.intermediate_size=128",
+    "model.config.num_hidden_layers=2",
+]
+QWEN += ["model.config.num_attention_heads=4", "model.config.num_key_value_heads=2"]
+QWEN += ["model.config.vocab_size=300", "train.precision=auto", "cluster.device=cpu"]
+
+
+def qwen_pair() -> list[nn.Module]:
+    return [
+        build_model(load_recipe("qwen1_5b", [*QWEN, f"train.fused_swiglu={on}"])) for on in ("false", "true")
+    ]
+
+
+def loss_and_grads(model: nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    model.zero_grad(set_to_none=True)
+    loss = model(ids, ids.roll(-1, dims=1))
+    loss.backward()
+    return loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+
+
+def test_a_patched_qwen2_model_trains_like_transformers_own() -> None:
+    models = qwen_pair()
+    assert isinstance(models[1], HFCausalLM)
+    mlps = [m for m in models[1].modules() if fused_swiglu.is_swiglu_mlp(m)]
+    assert len(mlps) == 2 and all("forward" in vars(m) for m in mlps)
+    assert not any("forward" in vars(m) for m in models[0].modules() if fused_swiglu.is_swiglu_mlp(m))
+    ids = torch.randint(0, 300, (2, 16), generator=torch.Generator().manual_seed(6))
+    (loss_a, ga), (loss_b, gb) = (loss_and_grads(m, ids) for m in models)
+    torch.testing.assert_close(loss_b, loss_a)
+    assert ga.keys() == gb.keys() and any("gate_proj" in n for n in ga)
+    for name in ga:
+        torch.testing.assert_close(gb[name], ga[name], msg=name)
+
+
+def test_under_bf16_autocast_it_computes_in_bf16_and_keeps_fp32_weight_gradients() -> None:
+    mlp = next(m for m in qwen_pair()[1].modules() if fused_swiglu.is_swiglu_mlp(m))
+    x = rand(2, 5, 64, seed=8).requires_grad_()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = mlp(x)
+    assert y.dtype == torch.bfloat16
+    y.float().sum().backward()
+    assert mlp.gate_proj.weight.grad is not None and mlp.gate_proj.weight.grad.dtype == torch.float32
+    assert x.grad is not None and x.grad.dtype == torch.float32
+
+
+def test_a_patched_mlp_compiles_as_one_graph_with_the_ops_as_calls() -> None:
+    mlp = next(m for m in qwen_pair()[1].modules() if fused_swiglu.is_swiglu_mlp(m))
+    compiled = torch.compile(mlp, backend="aot_eager", fullgraph=True)
+    x = rand(2, 5, 64, seed=8)
+    grads = []
+    for module in (compiled, mlp):
+        mlp.zero_grad(set_to_none=True)
+        xi = x.clone().requires_grad_()
+        (module(xi) * rand(2, 5, 64, seed=9)).sum().backward()
+        grads.append([xi.grad, mlp.gate_proj.weight.grad, mlp.up_proj.weight.grad, mlp.down_proj.weight.grad])
+    for got, want in zip(*grads, strict=True):
+        torch.testing.assert_close(got, want)
+
+
+def test_a_model_without_a_swiglu_mlp_or_with_unaligned_sizes_is_refused() -> None:
+    gelu = nn.Sequential(nn.Linear(8, 8))
+    with pytest.raises(RecipeError, match="the model has no SwiGLU MLP"):
+        fused_swiglu.patch(gelu)
+    with pytest.raises(RecipeError, match=r"hidden size 64, intermediate size 100 and output 64"):
+        build_model(
+            load_recipe("qwen1_5b", [*QWEN, "model.config.intermediate_size=100", "train.fused_swiglu=true"])
+        )
+
+
+def test_it_is_refused_where_it_does_not_apply() -> None:
+    assert_refused(
+        "tiny", [], {"train.fused_swiglu=true": "needs model.kind hf without LoRA, not model.kind 'gpt2'"}
+    )
+    lora = ["lora.enabled=true", "lora.target_modules=[q_proj]"]
+    assert_refused("qwen1_5b", lora, {"train.fused_swiglu=true": "with lora.enabled True"})
+    assert_refused(
+        "qwen1_5b",
+        ["cluster.device=cuda", "train.fused_swiglu=true"],
+        {"train.precision=fp32": "needs bf16 compute on a GPU (quack's GEMMs), not train.precision 'fp32'"},
+    )
+
+
+def test_a_gpu_it_cannot_run_on_or_a_missing_quack_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    fused_swiglu.require_kernels(torch.device("cpu"))  # the CPU runs the plan in torch ops
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda _d=None: (8, 0))
+    with pytest.raises(RecipeError, match=r"compute capability 9.x or 10.x\), not 8.0"):
+        fused_swiglu.require_kernels(torch.device("cuda", 0))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda _d=None: (9, 0))
+    monkeypatch.setitem(sys.modules, "quack", None)  # import fails as if not installed
+    with pytest.raises(RecipeError, match="needs the quack-kernels package"):
+        fused_swiglu.require_kernels(torch.device("cuda", 0))
