@@ -690,6 +690,15 @@ def h100_qwen_runs(
         ("fsdp2 2gpu recipe fusedswiglu bf16reduce", [*fs, *fsw, *bfr], True),
         (f"fsdp2 2gpu recipe micro{m16}", [*fs, *micro(m16, 4)], True),
         (f"fsdp2 2gpu recipe micro{m16} fusedswiglu bf16reduce", [*fs, *micro(m16, 4), *fsw, *bfr], True),
+        (f"fsdp2 2gpu recipe micro{m16} fusedswiglu", [*fs, *micro(m16, 4), *fsw], True),
+    ]
+    # larger micro-batches still (H200): fewer, larger kernels per optimizer step
+    for m in (20, 24) if not tiny else (5, 6):
+        rows += [
+            (f"fsdp2 2gpu recipe micro{m} fusedswiglu", [*fs, *micro(m, 4), *fsw], True),
+            (f"fsdp2 2gpu recipe micro{m} fusedswiglu bf16reduce", [*fs, *micro(m, 4), *fsw, *bfr], True),
+        ]
+    rows += [
         ("zero3 2gpu recipe fusedswiglu", [*own, "strategy.name=zero3", *fsw], True),
     ]
     envs = {"fsdp2 2gpu recipe cdtune": {"TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}}
