@@ -7,7 +7,8 @@ took 129 ms of an 1,847 ms step (docs/benchmarks.md, call 35). Here quack's Hopp
 CuTe DSL) do that work while each output tile is still on chip:
 
 * forward: one GEMM of x with ``[gate; up]`` writes the pre-activation (gate and up columns interleaved)
-  and ``h = silu(gate) * up``; then ``y = h @ down.T``. Only x and the pre-activation are kept;
+  and ``h = silu(gate) * up``; then ``y = h @ down.T``. Kept for the backward: x, ``[gate; up]`` and the
+  pre-activation, not h;
 * backward: one GEMM writes ``d(pre) = SwiGLU'((dy @ down), pre)`` and recomputes h for ``down``'s weight
   gradient; the input and ``[gate; up]`` weight gradients read the interleaved gradient directly.
 
