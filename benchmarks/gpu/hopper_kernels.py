@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
 from flops import QWEN15B
+from rdmaops_trainer.cublaslt import median_ms  # CUDA events, median; the first calls compile (JIT)
 
 
 def mlp_flops(tokens: int, d: int, ffn: int) -> float:
@@ -51,23 +52,6 @@ def max_rel_err(got: Any, ref: Any) -> float:
     """Largest absolute error over the reference's largest magnitude (bf16 against fp32)."""
     scale = ref.abs().max().item() or 1.0
     return float((got.float() - ref.float()).abs().max().item() / scale)
-
-
-def timed_ms(fn: Callable[[], None], iters: int, warmup: int = 3) -> float:
-    import torch
-
-    for _ in range(warmup):  # the first calls compile (inductor, CuTe DSL JIT)
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def fwd_bwd(f: Callable[..., Any], inputs: list[Any], grad_out: Any) -> tuple[Any, list[Any]]:
@@ -96,7 +80,7 @@ def case(
     row: dict[str, Any] = {"case": name}
     try:
         row["err"] = errors(f, inputs, grad_out, ref)
-        ms = timed_ms(lambda: fwd_bwd(f, inputs, grad_out), iters)
+        ms = median_ms(lambda: fwd_bwd(f, inputs, grad_out), 3, iters)
     except Exception as e:  # a kernel that refuses the shape is a result too
         row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         return row
@@ -141,7 +125,6 @@ def mlp_cases(tokens: int, d: int, ffn: int, iters: int) -> list[dict[str, Any]]
 
     rows.append(case("mlp quack (SwiGLU in the GEMM epilogues)", flops, quack_mlp, inputs, dy, ref, iters))
     # the trainer's own ops on quack's GEMMs (train.fused_swiglu): the same plan behind a custom op
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
     from rdmaops_trainer import fused_swiglu  # noqa: F401  (registers torch.ops.rdmaops.swiglu_mlp)
 
     def ours(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Any:
@@ -188,7 +171,7 @@ def attention_cases(
         row: dict[str, Any] = {"case": name}
         try:
             row["err"] = errors(f, small, dy[:2].contiguous(), ref_small)
-            row["ms"] = round(timed_ms(lambda: fwd_bwd(f, inputs, dy), iters), 3)
+            row["ms"] = round(median_ms(lambda: fwd_bwd(f, inputs, dy), 3, iters), 3)
             row["tflops"] = round(flops / row["ms"] / 1e9, 1)
         except Exception as e:
             row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
