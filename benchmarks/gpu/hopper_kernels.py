@@ -75,12 +75,19 @@ def errors(
 
 
 def case(
-    name: str, flops: float, f: Callable[..., Any], inputs: list[Any], grad_out: Any, ref: Any, iters: int
+    name: str,
+    flops: float,
+    f: Callable[..., Any],
+    check: tuple[list[Any], Any, Any],
+    timed: tuple[list[Any], Any],
+    iters: int,
 ) -> dict[str, Any]:
+    """Errors of ``f`` on ``check`` (inputs, output gradient, float32 reference), then its time on ``timed``
+    (inputs, output gradient)."""
     row: dict[str, Any] = {"case": name}
     try:
-        row["err"] = errors(f, inputs, grad_out, ref)
-        ms = median_ms(lambda: fwd_bwd(f, inputs, grad_out), 3, iters)
+        row["err"] = errors(f, *check)
+        ms = median_ms(lambda: fwd_bwd(f, *timed), 3, iters)
     except Exception as e:  # a kernel that refuses the shape is a result too
         row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         return row
@@ -107,10 +114,9 @@ def mlp_cases(tokens: int, d: int, ffn: int, iters: int) -> list[dict[str, Any]]
     ref = fwd_bwd(swiglu_mlp, ref32, dy.float())
     del ref32
     flops = mlp_flops(tokens, d, ffn)
+    check, timed = (inputs, dy, ref), (inputs, dy)
     rows = [
-        case(
-            "mlp torch compiled (cuBLAS + inductor)", flops, torch.compile(swiglu_mlp), inputs, dy, ref, iters
-        )
+        case("mlp torch compiled (cuBLAS + inductor)", flops, torch.compile(swiglu_mlp), check, timed, iters)
     ]
     try:
         from quack.mlp import mlp_func
@@ -123,14 +129,14 @@ def mlp_cases(tokens: int, d: int, ffn: int, iters: int) -> list[dict[str, Any]]
         w1 = torch.cat([w_gate, w_up], dim=0)
         return mlp_func(x, w1, w_down, activation="swiglu", tuned=False, concat_layout=True)
 
-    rows.append(case("mlp quack (SwiGLU in the GEMM epilogues)", flops, quack_mlp, inputs, dy, ref, iters))
+    rows.append(case("mlp quack (SwiGLU in the GEMM epilogues)", flops, quack_mlp, check, timed, iters))
     # the trainer's own ops on quack's GEMMs (train.fused_swiglu): the same plan behind a custom op
     from rdmaops_trainer import fused_swiglu  # noqa: F401  (registers torch.ops.rdmaops.swiglu_mlp)
 
     def ours(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Any:
         return torch.ops.rdmaops.swiglu_mlp(x, torch.cat([w_gate, w_up]), w_down)[0]
 
-    rows.append(case("mlp train.fused_swiglu (the trainer's ops)", flops, ours, inputs, dy, ref, iters))
+    rows.append(case("mlp train.fused_swiglu (the trainer's ops)", flops, ours, check, timed, iters))
     return rows
 
 
@@ -168,14 +174,7 @@ def attention_cases(
 
     def run(name: str, f: Callable[..., Any]) -> None:
         small = [t[:2].detach().clone().requires_grad_() for t in inputs]
-        row: dict[str, Any] = {"case": name}
-        try:
-            row["err"] = errors(f, small, dy[:2].contiguous(), ref_small)
-            row["ms"] = round(median_ms(lambda: fwd_bwd(f, inputs, dy), 3, iters), 3)
-            row["tflops"] = round(flops / row["ms"] / 1e9, 1)
-        except Exception as e:
-            row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
-        rows.append(row)
+        rows.append(case(name, flops, f, (small, dy[:2].contiguous(), ref_small), (inputs, dy), iters))
 
     def sdpa_with(backend: Any) -> Callable[..., Any]:
         def f(q: Any, k: Any, v: Any) -> Any:

@@ -39,10 +39,14 @@ def _interleave(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 def _quack() -> Any:
+    """quack's GEMM module; the one import check (require_kernels calls it before the first step)."""
     try:
         from quack import gemm_interface
-    except ImportError as exc:  # checked before training starts (require_kernels); here for direct callers
-        raise RuntimeError(f"train.fused_swiglu needs the quack-kernels package on CUDA: {exc}") from exc
+    except ImportError as exc:
+        raise RecipeError(
+            f"train.fused_swiglu: true needs the quack-kernels package ({exc}); pip install quack-kernels "
+            "(set train.fused_swiglu=false)"
+        ) from exc
     return gemm_interface
 
 
@@ -166,10 +170,4 @@ def require_kernels(device: torch.device) -> None:
             f"train.fused_swiglu: true needs a Hopper or Blackwell GPU (compute capability 9.x or 10.x), "
             f"not {major}.{minor} (set train.fused_swiglu=false)"
         )
-    try:
-        import quack.gemm_interface  # noqa: F401
-    except ImportError as exc:
-        raise RecipeError(
-            f"train.fused_swiglu: true needs the quack-kernels package ({exc}); pip install quack-kernels "
-            "(set train.fused_swiglu=false)"
-        ) from exc
+    _quack()
