@@ -40,6 +40,32 @@ def busy_union(intervals: list[tuple[float, float]]) -> float:
     return total
 
 
+def idle_gaps(kernels: list[tuple[float, float, str]], start: float | None, top: int = 6) -> dict[str, Any]:
+    """Where the GPU idles (us in, ms out): from ``start`` (the profile's first host event) to the first
+    kernel, and the longest gaps between kernels on all streams together, each with where it falls (ms
+    after ``start``, or after the first kernel) and the kernels on either side."""
+    if not kernels:
+        return {"lead_ms": None, "gaps_ms_total": 0.0, "largest": []}
+    ks = sorted(kernels)
+    origin = start if start is not None else ks[0][0]
+    gaps: list[tuple[float, float, str, str]] = []
+    end, last = ks[0][1], ks[0][2]
+    for s, e, name in ks[1:]:
+        if s > end:
+            gaps.append((s - end, end, last, name))
+        if e > end:
+            end, last = e, name
+    gaps.sort(key=lambda g: -g[0])
+    return {
+        "lead_ms": round((ks[0][0] - start) / 1000, 3) if start is not None else None,
+        "gaps_ms_total": round(sum(g[0] for g in gaps) / 1000, 3),
+        "largest": [
+            [round(g / 1000, 3), round((at - origin) / 1000, 2), before[:60], after[:60]]
+            for g, at, before, after in gaps[:top]
+        ],
+    }
+
+
 # GPU kernel families, first match wins: all of a step's kernel time by what it does, not only the top ones
 CATEGORIES: list[tuple[str, re.Pattern[str]]] = [
     ("nccl", re.compile(r"nccl", re.I)),
@@ -64,9 +90,13 @@ def category(kernel: str) -> str:
 
 def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any]:
     kernels: list[tuple[float, float]] = []
+    named: list[tuple[float, float, str]] = []
+    first_host: float | None = None
     nccl_us = 0.0
     by_kernel: dict[str, float] = {}
     for ev in prof.events():
+        if ev.device_type == torch.autograd.DeviceType.CPU:
+            first_host = ev.time_range.start if first_host is None else min(first_host, ev.time_range.start)
         # a GPU user annotation ("nccl:_reduce_scatter_base") spans the kernel it names: not a kernel itself
         if (
             cuda
@@ -75,6 +105,7 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
         ):
             start = ev.time_range.start
             kernels.append((start, start + ev.time_range.elapsed_us()))
+            named.append((start, start + ev.time_range.elapsed_us(), ev.name))
             by_kernel[ev.name] = by_kernel.get(ev.name, 0.0) + ev.time_range.elapsed_us()
             if "nccl" in ev.name.lower():
                 nccl_us += ev.time_range.elapsed_us()
@@ -90,6 +121,8 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
         "gpu_busy_ms_per_step": round(busy_us / 1000 / steps, 2),
         "gpu_busy_fraction": round(busy_us / 1e6 / wall_s, 3) if wall_s else None,
         "nccl_kernel_ms_per_step": round(nccl_us / 1000 / steps, 2),
+        # the profiled window starts right after a device sync, as a log point's read of the loss does
+        "gpu_idle": idle_gaps(named, first_host),
         "kernel_launches_per_step": len(kernels) // max(steps, 1),
         "kernel_ms_per_step_by_category": {
             c: round(t / 1000 / steps, 2) for c, t in sorted(by_cat.items(), key=lambda kv: -kv[1])

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -760,6 +760,25 @@ def trainer_steady(metrics_file: Path, skip: int) -> dict[str, Any]:
     return out
 
 
+def baseline_twin(run: Run, src: Path, scratch: str | None) -> Run:
+    """The same trainer row on the trainer package under ``src`` (another checkout's files/trainer), named
+    "<row> @base", in an output folder of its own: two commits side by side in one call."""
+    assert run.trainer_dir is not None
+    out = Path(tempfile.mkdtemp(prefix="bench-", dir=scratch))
+    old = f"train.output_dir={run.trainer_dir}"
+    cmd = [f"train.output_dir={out}" if c == old else c for c in run.cmd]
+    path = os.pathsep.join(p for p in (str(src), str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**run.env, "PYTHONPATH": path}
+    return replace(run, name=f"{run.name} @base", cmd=cmd, trainer_dir=out, env=env, fallback=None)
+
+
+def with_baselines(a: argparse.Namespace, runs: list[Run]) -> list[Run]:
+    if not a.baseline_trainer:
+        return runs
+    src = Path(a.baseline_trainer).resolve()
+    return runs + [baseline_twin(r, src, a.scratch) for r in runs if r.trainer_dir is not None]
+
+
 def cleanup(run: Run) -> None:
     for r in (run, run.fallback):
         if r is not None and r.trainer_dir is not None:
@@ -850,7 +869,7 @@ def main() -> None:
     ap.add_argument("--hf-warmup", type=int, default=8)
     ap.add_argument("--trainer-steps", type=int, default=70)
     ap.add_argument("--acc-trainer-steps", type=int, default=14, help="steps of the gb512 trainer rows")
-    ap.add_argument("--trainer-log-every", type=int, default=10, help="the trainer syncs at log points")
+    ap.add_argument("--trainer-log-every", type=int, default=10, help="trainer steps per logged rate")
     ap.add_argument("--trainer-skip", type=int, default=10, help="steps left out of the trainer's rate")
     ap.add_argument("--recipe-global-batch", type=int, default=512)
     ap.add_argument("--recipe-micro", type=int, default=64, help="micro-batch of the gb rows (the recipe's)")
@@ -879,6 +898,8 @@ def main() -> None:
     ap.add_argument("--scratch", default=None)
     clocks_help = "sample nvidia-smi during every row: SM clock, power and slowdown reasons (gpu_clocks.py)"
     ap.add_argument("--gpu-clocks", action="store_true", help=clocks_help)
+    base_help = "another checkout's files/trainer: every trainer row also as '<row> @base' on that code"
+    ap.add_argument("--baseline-trainer", default=None, help=base_help)
     a = ap.parse_args()
     if a.merge:
         merged: dict[str, dict[str, Any]] = {}
@@ -898,7 +919,7 @@ def main() -> None:
     if a.list:
         scratch = tempfile.mkdtemp()
         a.scratch = scratch
-        for r in build_runs(a):
+        for r in with_baselines(a, build_runs(a)):
             print(
                 ("  " if selected(a, r) else "x ") + r.name + ("  [fallback: micro/2]" if r.fallback else "")
             )
@@ -914,7 +935,7 @@ def main() -> None:
     t0 = time.time()
     if not a.no_env:
         check_env(a, results)
-    runs = build_runs(a)
+    runs = with_baselines(a, build_runs(a))
     if a.only:  # in the order --only names them: the most wanted first, in case the budget runs out
         keys = a.only.split(",")
         runs.sort(key=lambda r: next((i for i, k in enumerate(keys) if _match(k, r.name)), len(keys)))

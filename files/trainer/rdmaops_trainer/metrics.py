@@ -7,6 +7,7 @@ import math
 import resource
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -82,6 +83,124 @@ class MetricsLogger:
         if self.fh is not None:
             self.fh.close()
             self.fh = None
+
+
+class DeferredScalars:
+    """Scalars of a step, read on the host later without draining the GPU's queue.
+
+    A CUDA tensor is copied into pinned host memory on the current stream and an event is recorded after
+    the copies; ``read`` waits for that event only. A tensor on the CPU is cloned (a later in-place update of
+    the source does not reach the read value).
+    """
+
+    def __init__(self, **values: torch.Tensor) -> None:
+        self._host: dict[str, torch.Tensor] = {}
+        self._event: torch.cuda.Event | None = None
+        for name, value in values.items():
+            v = value.detach().reshape(())
+            if v.is_cuda:
+                host = torch.empty((), dtype=v.dtype, pin_memory=True)
+                host.copy_(v, non_blocking=True)
+                self._host[name] = host
+                if self._event is None:
+                    self._event = torch.cuda.Event()
+            else:
+                self._host[name] = v.clone()
+        if self._event is not None:
+            self._event.record()
+
+    @property
+    def on_device(self) -> bool:
+        """Some value is still on its way from the GPU (read() waits for it)."""
+        return self._event is not None
+
+    def read(self) -> dict[str, float]:
+        if self._event is not None:
+            self._event.synchronize()
+        return {name: float(v) for name, v in self._host.items()}
+
+
+@dataclass
+class _LogPoint:
+    step: int
+    lr: float
+    steps: int  # optimizer steps in its timing window
+    scalars: DeferredScalars
+
+
+class TrainLog:
+    """The ``train`` records: loss, gradient norm, throughput and MFU at the log points.
+
+    On a GPU a log point's numbers are read one step late: after the next step's work is queued, so the GPU
+    does not sit idle while the host reads a loss, logs and launches the next step's first kernels.
+    ``flush`` reads at once; the loop calls it before anything that needs the numbers
+    or synchronises anyway (evaluation, a checkpoint, the last step).
+    Throughput covers a window from the observed end of one log point's step to the next one's (the read
+    waits for an event recorded at the end of the step, not for the queued work after it).
+    """
+
+    def __init__(
+        self,
+        logger: MetricsLogger,
+        device: torch.device,
+        tokens_per_step: int,
+        world_size: int,
+        flops_per_token: float,
+        peak: float | None,
+    ) -> None:
+        self.logger = logger
+        self.device = device
+        self.tokens_per_step = tokens_per_step
+        self.world_size = world_size
+        self.flops_per_token = flops_per_token
+        self.peak = peak
+        self.last_loss: float | None = None  # None until a log point was read: never a made-up nan
+        self._pending: _LogPoint | None = None
+        self._window_start = time.perf_counter()
+        self._window_steps = 0
+
+    def step_done(self, step: int, lr: float, loss: torch.Tensor, grad_norm: torch.Tensor, log: bool) -> None:
+        """Optimizer step ``step`` (1-based) was queued; ``log``: it is a log point."""
+        self.flush()  # the previous log point: its step is done, or nearly, while this one is queued
+        self._window_steps += 1
+        if log:
+            scalars = DeferredScalars(loss=loss, grad_norm=grad_norm)
+            self._pending = _LogPoint(step, lr, self._window_steps, scalars)
+            self._window_steps = 0
+            if not scalars.on_device:
+                # CPU: the step has run by now and there is no queue to keep busy; read at once, or the
+                # window would end after the next step's compute
+                self.flush()
+
+    def flush(self) -> None:
+        point, self._pending = self._pending, None
+        if point is None:
+            return
+        values = point.scalars.read()
+        now = time.perf_counter()
+        elapsed = max(now - self._window_start, 1e-9)
+        self._window_start = now
+        self.last_loss = values["loss"]
+        tps = self.tokens_per_step * point.steps / elapsed
+        self.logger.log(
+            "train",
+            step=point.step,
+            loss=values["loss"],
+            lr=point.lr,
+            grad_norm=values["grad_norm"],
+            tokens_per_s=tps,
+            tokens_per_s_per_gpu=tps / self.world_size,
+            mfu=(self.flops_per_token * tps / (self.peak * self.world_size)) if self.peak else None,
+            peak_mem_gb=peak_memory_gb(self.device),
+            step_time_s=elapsed / point.steps,
+        )
+
+    def restart_window(self) -> None:
+        """After work that is not training (evaluation, a checkpoint): time the next window from now, over
+        the steps that follow only."""
+        self.flush()
+        self._window_start = time.perf_counter()
+        self._window_steps = 0
 
 
 def readable(rec: dict[str, Any]) -> str:

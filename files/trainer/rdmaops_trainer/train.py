@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import torch
@@ -11,7 +10,7 @@ import torch
 from . import checkpoint as ckpt
 from .config import Recipe
 from .data import StepSampler, eval_batches, load_datasets
-from .metrics import MetricsLogger, peak_flops, peak_memory_gb, plot_loss
+from .metrics import MetricsLogger, TrainLog, peak_flops, plot_loss
 from .models import build_model, count_params, enable_gradient_checkpointing, flops_per_token
 from .runtime import Runtime, attention_backends, recompile_limit_hits
 from .strategies import Strategy, get_strategy
@@ -128,9 +127,8 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
 
     sampler = StepSampler(len(train_data), layout.global_batch_size, recipe.seed)
     evals = eval_batches(eval_data, t.eval_batches, strategy.dp_rank, layout)
-    last_loss: float | None = None  # None until a log point computed one: never a made-up nan
+    train_log = TrainLog(logger, rt.device, layout.tokens_per_step, rt.world_size, fpt, peak)
     last_eval: float | None = None
-    window_start, window_steps = time.perf_counter(), 0
     steps_run = 0
     step = start_step
     for step in range(start_step, t.steps):
@@ -138,42 +136,29 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
         lr = lr_at(recipe, step)
         batches = sampler.micro_batches(train_data, step, strategy.dp_rank, layout)
         result = strategy.train_step(batches, lr)
-        window_steps += 1
         steps_run += 1
         done = step + 1
-        if done % t.log_every == 0 or done == t.steps:
-            # .item() synchronises: only at log points, never every step
-            last_loss = float(result.loss.item())
-            grad_norm = float(result.grad_norm.item())
-            elapsed = time.perf_counter() - window_start
-            tps = layout.tokens_per_step * window_steps / elapsed
-            logger.log(
-                "train",
-                step=done,
-                loss=last_loss,
-                lr=lr,
-                grad_norm=grad_norm,
-                tokens_per_s=tps,
-                tokens_per_s_per_gpu=tps / rt.world_size,
-                mfu=(fpt * tps / (peak * rt.world_size)) if peak else None,
-                peak_mem_gb=peak_memory_gb(rt.device),
-                step_time_s=elapsed / window_steps,
-            )
-            window_start, window_steps = time.perf_counter(), 0
-        if t.eval_every and done % t.eval_every == 0:
+        log_point = done % t.log_every == 0 or done == t.steps
+        train_log.step_done(done, lr, result.loss, result.grad_norm, log_point)
+        evaluate_now = bool(t.eval_every) and done % t.eval_every == 0
+        save_now = bool(t.checkpoint_every) and (done % t.checkpoint_every == 0 or done == t.steps)
+        stop_now = bool(t.stop_after) and steps_run >= t.stop_after
+        if done == t.steps or evaluate_now or save_now or stop_now:
+            train_log.flush()
+        if evaluate_now:
             last_eval = evaluate(strategy, evals)
             logger.log("eval", step=done, eval_loss=last_eval)
-            window_start = time.perf_counter()
-        if t.checkpoint_every and (done % t.checkpoint_every == 0 or done == t.steps):
-            meta = {"recipe": recipe.name, "world_size": rt.world_size, "loss": last_loss}
+            train_log.restart_window()
+        if save_now:
+            meta = {"recipe": recipe.name, "world_size": rt.world_size, "loss": train_log.last_loss}
             path = ckpt.save_checkpoint(strategy, out, done, meta, t.keep_checkpoints)
             logger.log("checkpoint", step=done, path=str(path))
-            window_start = time.perf_counter()
-        if t.stop_after and steps_run >= t.stop_after:
+            train_log.restart_window()
+        if stop_now:
             break
     final_step = step + 1 if steps_run else start_step
     exported = strategy.export(out / "export") if final_step == t.steps else None
-    end: dict[str, Any] = {"step": final_step, "loss": last_loss, "eval_loss": last_eval}
+    end: dict[str, Any] = {"step": final_step, "loss": train_log.last_loss, "eval_loss": last_eval}
     if t.compile:
         # how much of the model dynamo captured on this rank: graph breaks show up as extra graphs
         from torch._dynamo.utils import counters
@@ -192,7 +177,7 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
         logger.close()
         if t.plot:
             plot_loss(out / "metrics.jsonl", out / "loss.png", f"{recipe.name} ({recipe.strategy.name})")
-    return {"step": final_step, "loss": last_loss, "eval_loss": last_eval}
+    return {"step": final_step, "loss": train_log.last_loss, "eval_loss": last_eval}
 
 
 def evaluate(strategy: Strategy, batches: list[dict[str, torch.Tensor]]) -> float:

@@ -34,3 +34,24 @@ def test_core_rows_without_only() -> None:
     core = listed()
     assert "trainer qwen1.5b zero3 2gpu" in core and "hf_trainer 1gpu bf16+compile" in core
     assert not [r for r in core if r.startswith("exp ")]
+
+
+def test_baseline_rows_run_the_trainer_of_another_checkout(tmp_path: Path) -> None:
+    """--baseline-trainer: every trainer row also as "<row> @base", whose processes import that checkout's
+    rdmaops_trainer first (two commits side by side in one device call)."""
+    base = tmp_path / "old" / "rdmaops_trainer"
+    base.mkdir(parents=True)
+    (base / "__init__.py").write_text("")
+    (base / "__main__.py").write_text("import sys\nprint('baseline trainer', sys.argv[1:3])\nsys.exit(3)\n")
+    rows = listed("--baseline-trainer", str(tmp_path / "old"), "--only", "=trainer gpt2 ddp 1gpu gb512,@base")
+    assert (
+        "trainer gpt2 ddp 1gpu gb512 @base" in rows and "exp profile qwen1.5b fsdp2 2gpu recipe @base" in rows
+    )
+    assert "minimal_gpt2 1gpu @base" not in rows  # not the project's trainer: no twin
+    out = tmp_path / "out"
+    args = ["--tiny", "--device", "cpu", "--gpus", "1", "--no-env", "--out", str(out), "--timeout", "60"]
+    only = ["--baseline-trainer", str(tmp_path / "old"), "--only", "=trainer gpt2 ddp 1gpu @base"]
+    subprocess.run([sys.executable, str(RUN_ALL), *args, *only], check=True, timeout=120, capture_output=True)
+    log = (out / "run_all.log").read_text()
+    assert "baseline trainer ['--recipe', 'gpt2']" in log
+    assert "===== trainer gpt2 ddp 1gpu @base: rc=3" in log

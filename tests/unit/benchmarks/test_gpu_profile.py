@@ -69,3 +69,26 @@ def test_nccl_annotations_do_not_count_as_kernels() -> None:
     assert out["kernel_ms_per_step_by_category"] == {"gemm": 1.0, "nccl": 0.8}
     assert out["kernel_launches_per_step"] == 2
     assert out["gpu_busy_ms_per_step"] == 1.3
+
+
+def test_idle_gaps_name_the_kernels_around_the_longest_gaps() -> None:
+    ks = [(10.0, 20.0, "a"), (15.0, 40.0, "b"), (45.0, 50.0, "c"), (1050.0, 1060.0, "d")]
+    out = profile_trainer.idle_gaps(ks, start=0.0, top=1)
+    assert out["lead_ms"] == 0.01  # 10 us from the first host event to the first kernel
+    assert out["gaps_ms_total"] == 1.005  # 5 us after b, 1000 us after c
+    assert out["largest"] == [[1.0, 0.05, "c", "d"]]
+    assert profile_trainer.idle_gaps([], start=None) == {"lead_ms": None, "gaps_ms_total": 0.0, "largest": []}
+
+
+def test_summary_times_the_lead_from_the_first_host_event() -> None:
+    host = SimpleNamespace(
+        name="aten::mm",
+        device_type=torch.autograd.DeviceType.CPU,
+        time_range=SimpleNamespace(start=100.0, elapsed_us=lambda: 5.0),
+    )
+    prof = FakeProfile(
+        [host, kernel("nvjet_x", 2100.0, 500.0), kernel("triton_poi_fused_add_0", 3100.0, 100.0)]
+    )
+    idle = profile_trainer.summarize(prof, steps=1, wall_s=0.004, cuda=True)["gpu_idle"]
+    assert idle["lead_ms"] == 2.0
+    assert idle["largest"] == [[0.5, 2.5, "nvjet_x", "triton_poi_fused_add_0"]]
