@@ -19,6 +19,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from typing import Any
 
 import torch
@@ -64,6 +65,28 @@ def idle_gaps(kernels: list[tuple[float, float, str]], start: float | None, top:
             for g, at, before, after in gaps[:top]
         ],
     }
+
+
+SYNC_CALLS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+
+
+def host_syncs(events: Any, depth: int = 4, top: int = 8) -> list[list[Any]]:
+    """The host's waits on the GPU (CUDA runtime synchronize calls) by the ops they ran under, innermost
+    first: [call < op < parent ..., count, ms]. After such a wait the GPU idles until the host launches
+    again."""
+    by: dict[str, list[float]] = {}
+    for ev in events:
+        if ev.name not in SYNC_CALLS:
+            continue
+        chain, parent = [ev.name], getattr(ev, "cpu_parent", None)
+        while parent is not None and len(chain) <= depth:
+            chain.append(parent.name[:60])
+            parent = getattr(parent, "cpu_parent", None)
+        entry = by.setdefault(" < ".join(chain), [0, 0.0])
+        entry[0] += 1
+        entry[1] += ev.time_range.elapsed_us()
+    ranked = sorted(by.items(), key=lambda kv: -kv[1][1])[:top]
+    return [[key, int(n), round(us / 1000, 2)] for key, (n, us) in ranked]
 
 
 # GPU kernel families, first match wins: all of a step's kernel time by what it does, not only the top ones
@@ -123,6 +146,7 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
         "nccl_kernel_ms_per_step": round(nccl_us / 1000 / steps, 2),
         # the profiled window starts right after a device sync, as a log point's read of the loss does
         "gpu_idle": idle_gaps(named, first_host),
+        "host_syncs": host_syncs(prof.events()),
         "kernel_launches_per_step": len(kernels) // max(steps, 1),
         "kernel_ms_per_step_by_category": {
             c: round(t / 1000 / steps, 2) for c, t in sorted(by_cat.items(), key=lambda kv: -kv[1])
@@ -132,6 +156,25 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
             [e.key[:90], round(e.self_cpu_time_total / 1000 / steps, 2)] for e in cpu_ops
         ],
     }
+
+
+def watch_syncs(fn: Any, seen: dict[str, int]) -> Any:
+    """Run ``fn`` with torch's sync debug mode on: each synchronizing torch op (item, a copy to pageable host
+    memory, nonzero, ...) counted in ``seen`` by its Python caller. Other warnings pass through."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            out = fn()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    for w in caught:
+        if "synchroniz" in str(w.message):
+            where = f"{os.path.relpath(w.filename)}:{w.lineno}"
+            seen[where] = seen.get(where, 0) + 1
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return out
 
 
 def main() -> None:
@@ -147,7 +190,7 @@ def main() -> None:
 
     cuda = torch.cuda.is_available()
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    state: dict[str, Any] = {"calls": 0, "prof": None, "t0": 0.0}
+    state: dict[str, Any] = {"calls": 0, "prof": None, "t0": 0.0, "syncs": {}}
     original = base.Strategy.train_step
 
     def sync() -> None:
@@ -161,7 +204,10 @@ def main() -> None:
             state["prof"] = profile(activities=acts)
             state["prof"].__enter__()
             state["t0"] = time.perf_counter()
-        out = original(self, micro_batches, lr)
+        if state["prof"] is not None and cuda:
+            out = watch_syncs(lambda: original(self, micro_batches, lr), state["syncs"])
+        else:
+            out = original(self, micro_batches, lr)
         state["calls"] = n + 1
         if n == a.steps_at + a.profile_steps - 1 and state["prof"] is not None:
             sync()
@@ -169,6 +215,7 @@ def main() -> None:
             state["prof"].__exit__(None, None, None)
             if int(os.environ.get("RANK", "0")) == 0:
                 res = summarize(state["prof"], a.profile_steps, wall, cuda)
+                res["sync_ops_by_caller"] = state["syncs"]
                 print("PROFILE " + json.dumps(res), flush=True)
             state["prof"] = None
         return out

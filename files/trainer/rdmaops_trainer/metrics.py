@@ -88,36 +88,47 @@ class MetricsLogger:
 class DeferredScalars:
     """Scalars of a step, read on the host later without draining the GPU's queue.
 
-    A CUDA tensor is copied into pinned host memory on the current stream and an event is recorded after
-    the copies; ``read`` waits for that event only. A tensor on the CPU is cloned (a later in-place update of
-    the source does not reach the read value).
+    A CUDA tensor is copied into pinned host memory on the current stream, then a timing event is recorded
+    (``mark``: where the step ends on the GPU's timeline); ``read`` waits for that event only. A tensor on
+    the CPU is cloned (a later in-place update of the source does not reach the read value); ``mark`` is then
+    None.
     """
 
     def __init__(self, **values: torch.Tensor) -> None:
         self._host: dict[str, torch.Tensor] = {}
-        self._event: torch.cuda.Event | None = None
+        self.mark: torch.cuda.Event | None = None
         for name, value in values.items():
             v = value.detach().reshape(())
             if v.is_cuda:
                 host = torch.empty((), dtype=v.dtype, pin_memory=True)
                 host.copy_(v, non_blocking=True)
                 self._host[name] = host
-                if self._event is None:
-                    self._event = torch.cuda.Event()
+                if self.mark is None:
+                    self.mark = torch.cuda.Event(enable_timing=True)
             else:
                 self._host[name] = v.clone()
-        if self._event is not None:
-            self._event.record()
+        if self.mark is not None:
+            self.mark.record()
 
     @property
     def on_device(self) -> bool:
         """Some value is still on its way from the GPU (read() waits for it)."""
-        return self._event is not None
+        return self.mark is not None
 
     def read(self) -> dict[str, float]:
-        if self._event is not None:
-            self._event.synchronize()
+        if self.mark is not None:
+            self.mark.synchronize()
         return {name: float(v) for name, v in self._host.items()}
+
+
+Mark = float | torch.cuda.Event  # a window's end: host seconds (CPU) or an event on the GPU's timeline
+
+
+def seconds_between(start: Mark, end: Mark) -> float:
+    if isinstance(start, float) and isinstance(end, float):
+        return end - start
+    assert isinstance(start, torch.cuda.Event) and isinstance(end, torch.cuda.Event)
+    return start.elapsed_time(end) / 1000.0
 
 
 @dataclass
@@ -133,10 +144,10 @@ class TrainLog:
 
     On a GPU a log point's numbers are read one step late: after the next step's work is queued, so the GPU
     does not sit idle while the host reads a loss, logs and launches the next step's first kernels.
-    ``flush`` reads at once; the loop calls it before anything that needs the numbers
-    or synchronises anyway (evaluation, a checkpoint, the last step).
-    Throughput covers a window from the observed end of one log point's step to the next one's (the read
-    waits for an event recorded at the end of the step, not for the queued work after it).
+    ``flush`` reads at once; the loop calls it before anything that needs the numbers or synchronises anyway
+    (evaluation, a checkpoint, the last step).
+    A window's time runs between the ends of two log points' steps on the GPU's own timeline (timing events),
+    so neither the late read nor a host that waits inside a step moves it; on a CPU it is host time.
     """
 
     def __init__(
@@ -156,8 +167,15 @@ class TrainLog:
         self.peak = peak
         self.last_loss: float | None = None  # None until a log point was read: never a made-up nan
         self._pending: _LogPoint | None = None
-        self._window_start = time.perf_counter()
+        self._start: Mark = self._mark_now()
         self._window_steps = 0
+
+    def _mark_now(self) -> Mark:
+        if self.device.type != "cuda":
+            return time.perf_counter()
+        event = torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
 
     def step_done(self, step: int, lr: float, loss: torch.Tensor, grad_norm: torch.Tensor, log: bool) -> None:
         """Optimizer step ``step`` (1-based) was queued; ``log``: it is a log point."""
@@ -177,9 +195,9 @@ class TrainLog:
         if point is None:
             return
         values = point.scalars.read()
-        now = time.perf_counter()
-        elapsed = max(now - self._window_start, 1e-9)
-        self._window_start = now
+        end: Mark = point.scalars.mark if point.scalars.mark is not None else time.perf_counter()
+        elapsed = max(seconds_between(self._start, end), 1e-9)
+        self._start = end
         self.last_loss = values["loss"]
         tps = self.tokens_per_step * point.steps / elapsed
         self.logger.log(
@@ -196,10 +214,10 @@ class TrainLog:
         )
 
     def restart_window(self) -> None:
-        """After work that is not training (evaluation, a checkpoint): time the next window from now, over
+        """After work that is not training (evaluation, a checkpoint): time the next window from here, over
         the steps that follow only."""
         self.flush()
-        self._window_start = time.perf_counter()
+        self._start = self._mark_now()
         self._window_steps = 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from types import SimpleNamespace
 from typing import Any
 
@@ -92,3 +93,48 @@ def test_summary_times_the_lead_from_the_first_host_event() -> None:
     idle = profile_trainer.summarize(prof, steps=1, wall_s=0.004, cuda=True)["gpu_idle"]
     assert idle["lead_ms"] == 2.0
     assert idle["largest"] == [[0.5, 2.5, "nvjet_x", "triton_poi_fused_add_0"]]
+
+
+def host_event(name: str, us: float, parent: Any = None) -> SimpleNamespace:
+    span = SimpleNamespace(start=0.0, elapsed_us=lambda: us)
+    cpu = torch.autograd.DeviceType.CPU
+    return SimpleNamespace(name=name, device_type=cpu, time_range=span, cpu_parent=parent)
+
+
+def test_host_syncs_are_named_by_the_ops_they_ran_under() -> None:
+    step = host_event("FSDP::post_backward", 9000.0)
+    item = host_event("aten::item", 3000.0, parent=step)
+    dense = host_event("aten::_local_scalar_dense", 2900.0, parent=item)
+    events = [
+        step,
+        item,
+        dense,
+        host_event("cudaStreamSynchronize", 2500.0, parent=dense),
+        host_event("cudaStreamSynchronize", 500.0, parent=dense),
+        host_event("cudaDeviceSynchronize", 1000.0),
+        host_event("cudaLaunchKernel", 5.0, parent=step),
+    ]
+    assert profile_trainer.host_syncs(events) == [
+        ["cudaStreamSynchronize < aten::_local_scalar_dense < aten::item < FSDP::post_backward", 2, 3.0],
+        ["cudaDeviceSynchronize", 1, 1.0],
+    ]
+
+
+def test_synchronizing_ops_are_counted_by_caller_and_other_warnings_pass(monkeypatch: Any) -> None:
+    modes: list[str] = []
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+
+    def step() -> int:
+        for _ in range(2):
+            warnings.warn("called a synchronizing CUDA operation", UserWarning, stacklevel=1)
+        warnings.warn("something else", DeprecationWarning, stacklevel=1)
+        return 7
+
+    seen: dict[str, int] = {}
+    with warnings.catch_warnings(record=True) as passed:
+        warnings.simplefilter("always")
+        assert profile_trainer.watch_syncs(step, seen) == 7
+    assert modes == ["warn", "default"]
+    ((where, count),) = seen.items()
+    assert where.endswith("test_gpu_profile.py:" + str(step.__code__.co_firstlineno + 2)) and count == 2
+    assert [str(w.message) for w in passed] == ["something else"]

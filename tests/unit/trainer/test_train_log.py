@@ -29,12 +29,15 @@ class Clock:
 
 
 class QueuedScalars:
-    """Stands in for values still on a GPU: on_device, and read() notes when it was called."""
+    """Stands in for values still on a GPU: on_device, read() notes when it was called, and ``mark`` (the
+    step's end on the GPU's timeline) is the clock when it was made."""
 
     reads: ClassVar[list[float]] = []
+    clock: ClassVar[Clock]
 
     def __init__(self, **values: torch.Tensor) -> None:
         self.values = {k: float(v) for k, v in values.items()}
+        self.mark = QueuedScalars.clock.now
 
     @property
     def on_device(self) -> bool:
@@ -62,7 +65,7 @@ def test_cpu_values_are_copied_and_read_at_once() -> None:
     loss = torch.tensor(2.5)
     s = DeferredScalars(loss=loss, grad_norm=torch.tensor([0.75]))
     loss.add_(1.0)  # the next step updating a buffer in place must not change the logged value
-    assert not s.on_device
+    assert not s.on_device and s.mark is None
     assert s.read() == {"loss": 2.5, "grad_norm": 0.75}
 
 
@@ -88,24 +91,28 @@ def test_on_a_gpu_a_log_point_is_read_once_the_next_step_is_queued(
 ) -> None:
     monkeypatch.setattr(metrics, "DeferredScalars", QueuedScalars)
     QueuedScalars.reads.clear()
+    QueuedScalars.clock = clock
     rec = Recorder()
     log = make_log(rec)
     assert log.last_loss is None
-    # steps 1-2, log point 2: nothing read yet (no wait on the GPU at the log point itself)
+    # steps 1-2, log point 2, whose step ends at t = 106 on the GPU: nothing read yet (no wait at a log point)
     log.step_done(1, 0.1, torch.tensor(1.0), torch.tensor(0.5), log=False)
+    clock.now = 106.0
     log.step_done(2, 0.1, torch.tensor(2.0), torch.tensor(0.5), log=True)
     assert rec.records == [] and QueuedScalars.reads == []
-    # step 3 queued: the read of step 2 waits for step 2's end, here observed at t = 106
-    clock.now = 106.0
+    # step 3 queued: step 2 is read now. The host reads late (t = 150, it waited inside step 3), but the
+    # window ends where step 2 ended on the GPU
+    clock.now = 150.0
     log.step_done(3, 0.1, torch.tensor(3.0), torch.tensor(0.5), log=False)
     assert [r["step"] for r in rec.records] == [2] and QueuedScalars.reads == [2.0]
     assert rec.records[0]["tokens_per_s"] == pytest.approx(2000 / 6.0)  # 2 steps in [100, 106]
+    clock.now = 160.0
     log.step_done(4, 0.1, torch.tensor(4.0), torch.tensor(0.5), log=True)
-    clock.now = 110.0
-    # a flush (before evaluation, a checkpoint, the end) reads at once: steps 3-4 in [106, 110]
+    clock.now = 300.0
+    # a flush (before evaluation, a checkpoint, the end) reads at once: steps 3-4 in [106, 160]
     log.flush()
     assert [r["step"] for r in rec.records] == [2, 4]
-    assert rec.records[1]["tokens_per_s"] == pytest.approx(2000 / 4.0)
+    assert rec.records[1]["step_time_s"] == pytest.approx(27.0)
     assert log.last_loss == 4.0
     log.flush()  # nothing pending: no record
     assert len(rec.records) == 2
@@ -113,13 +120,14 @@ def test_on_a_gpu_a_log_point_is_read_once_the_next_step_is_queued(
 
 def test_a_restart_times_only_the_steps_after_it(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(metrics, "DeferredScalars", QueuedScalars)
+    QueuedScalars.clock = clock
     rec = Recorder()
     log = make_log(rec)
     log.step_done(1, 0.1, torch.tensor(1.0), torch.tensor(0.5), log=False)
     clock.now = 150.0  # an evaluation, not at a log point
     log.restart_window()
-    log.step_done(2, 0.1, torch.tensor(2.0), torch.tensor(0.5), log=True)
     clock.now = 154.0
+    log.step_done(2, 0.1, torch.tensor(2.0), torch.tensor(0.5), log=True)
     log.flush()
     (r,) = rec.records
     assert r["step"] == 2 and r["step_time_s"] == pytest.approx(4.0)  # step 2 alone, from 150 to 154
