@@ -6,8 +6,10 @@ Both follow the strategy contract: ``model(input_ids, labels) -> mean loss`` (``
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -133,6 +135,33 @@ class GPT(nn.Module):
         return lm_loss(self.lm_head(x), labels)
 
 
+def _no_packed_sequences(position_ids: torch.Tensor) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def positions_not_packed() -> Iterator[None]:
+    """transformers' mask code looks for several sequences packed into one row in the position ids, and
+    reads the answer on the host: a device sync at every forward (4 per step, each followed by a GPU gap,
+    in the qwen1_5b profile). The trainer passes no position ids, so the model makes them from an arange:
+    one sequence per row, the answer the check would give. Skipped here, eagerly only (a compiled forward
+    does not run the check)."""
+    try:
+        from transformers import masking_utils
+    except ImportError:
+        yield
+        return
+    original = getattr(masking_utils, "find_packed_sequence_indices", None)
+    if original is None or torch.compiler.is_compiling():
+        yield
+        return
+    masking_utils.find_packed_sequence_indices = _no_packed_sequences
+    try:
+        yield
+    finally:
+        masking_utils.find_packed_sequence_indices = original
+
+
 class HFCausalLM(nn.Module):
     """A transformers causal LM behind the package's model contract."""
 
@@ -162,9 +191,11 @@ class HFCausalLM(nn.Module):
             hf: Any = self.hf
             # under FSDP2 the root's forward has gathered the head's weight: the gradient made in the fused
             # forward reaches the unsharded parameter and is reduce-scattered with the rest
-            hidden = hf.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state
+            with positions_not_packed():
+                hidden = hf.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state
             return linear_cross_entropy(hidden, head_weight(self), labels)
-        logits = self.hf(input_ids=input_ids, use_cache=False).logits
+        with positions_not_packed():
+            logits = self.hf(input_ids=input_ids, use_cache=False).logits
         if labels is None:
             return logits
         return self.loss_fn(logits, labels)
