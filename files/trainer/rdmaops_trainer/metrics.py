@@ -195,7 +195,10 @@ class TrainLog:
         if point is None:
             return
         values = point.scalars.read()
-        end: Mark = point.scalars.mark if point.scalars.mark is not None else time.perf_counter()
+        # values already on the host (a CPU run; or a strategy that returns them there): the window ends now
+        end: Mark = point.scalars.mark if point.scalars.mark is not None else self._mark_now()
+        if isinstance(end, torch.cuda.Event):
+            end.synchronize()
         elapsed = max(seconds_between(self._start, end), 1e-9)
         self._start = end
         self.last_loss = values["loss"]
