@@ -75,7 +75,7 @@ def test_on_a_cpu_each_log_point_is_written_at_its_own_step(clock: Clock) -> Non
     for step in range(1, 5):
         clock.now += 2.0  # each step takes 2 s
         log.step_done(step, 0.1 * step, torch.tensor(float(step)), torch.tensor(0.5), log=step % 2 == 0)
-        assert [r["step"] for r in rec.records] == [s for s in range(2, step + 1, 2)]
+        assert [r["step"] for r in rec.records] == list(range(2, step + 1, 2))
     assert [r["loss"] for r in rec.records] == [2.0, 4.0]
     assert [r["lr"] for r in rec.records] == pytest.approx([0.2, 0.4])
     for r in rec.records:  # 2 steps of 1000 tokens in 4 s
