@@ -150,6 +150,22 @@ def run_trainer(
     return subprocess.CompletedProcess(trainer, 0, outputs[0][1], outputs[0][2])
 
 
+def tiny_qwen2_config() -> Any:
+    """A 2-layer Qwen2 config with grouped-query attention and tied embeddings, for tests of the HF path."""
+    from transformers import Qwen2Config
+
+    return Qwen2Config(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=300,
+        max_position_embeddings=128,
+        tie_word_embeddings=True,
+    )
+
+
 def tiny_args(out: Path, nproc: int, *extra: str) -> list[str]:
     """The tiny recipe on ``nproc`` CPU processes, small and short enough for the unit suite."""
     sets = [

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import assert_close, eval_losses, losses, records, run_trainer, tiny_args
+from conftest import assert_close, eval_losses, losses, records, run_trainer, tiny_args, tiny_qwen2_config
 
 # same arithmetic, different reduction order / sharding: fp32 rounding only
 AGREE = 1e-5
@@ -195,21 +195,11 @@ def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) ->
     from rdmaops_trainer.data import StepSampler, load_datasets
     from rdmaops_trainer.models import build_model
     from rdmaops_trainer.tokenizer import ByteTokenizer
-    from transformers import AutoModelForCausalLM, Qwen2Config
+    from transformers import AutoModelForCausalLM
 
     model_dir = runs / "qwen-mini"
     torch.manual_seed(0)
-    cfg = Qwen2Config(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=300,
-        max_position_embeddings=128,
-        tie_word_embeddings=True,
-    )
-    AutoModelForCausalLM.from_config(cfg).save_pretrained(model_dir)
+    AutoModelForCausalLM.from_config(tiny_qwen2_config()).save_pretrained(model_dir)
     out = runs / "hf-fsdp2"
     sets = ["model.kind=hf", "model.init=pretrained", f"model.path={model_dir}", "model.config={}"]
     # and the FSDP2 communication options (gathered parameters kept across micro-batches): same arithmetic

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import tiny_qwen2_config
 from rdmaops_trainer.models import HFCausalLM
-from transformers import AutoModelForCausalLM, Qwen2Config, masking_utils
+from transformers import AutoModelForCausalLM, masking_utils
 
 
 @pytest.fixture()
@@ -27,16 +28,8 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def tiny_qwen() -> HFCausalLM:
     torch.manual_seed(0)
-    cfg = Qwen2Config(
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        vocab_size=300,
-        max_position_embeddings=128,
-    )
-    return HFCausalLM(AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa")).eval()
+    hf = AutoModelForCausalLM.from_config(tiny_qwen2_config(), attn_implementation="sdpa")
+    return HFCausalLM(hf).eval()
 
 
 @pytest.mark.parametrize("fused_loss", [False, True])
