@@ -676,6 +676,8 @@ def h100_qwen_runs(
         ("fsdp2 2gpu recipe flash", [*fs, "train.attention=flash"], True),
         # the gradients reduced (and, over the micro-batches, accumulated unsharded) in bf16: no fp32 adds
         ("fsdp2 2gpu recipe bf16reduce", [*fs, *bfr], True),
+        # reduce-scatter after every micro-batch, the shards accumulated: no unsharded fp32 accumulation adds
+        ("fsdp2 2gpu recipe rsevery", [*fs, "strategy.fsdp2.reduce_every_micro_batch=true"], True),
         ("fsdp2 2gpu recipe cdtune", fs, True),
         # the recipe's compute alone on one GPU (no communication): 4 micro-batches of 12 per step (needs more
         # than an 80 GB H100 has: the whole optimizer state on one card, call 36)

@@ -89,6 +89,10 @@ class Fsdp2Options:
     # the dtype of the gradients' reduce-scatter with bf16 compute: float32 (exact sums of the ranks' bf16
     # gradients), or bfloat16 (half the bytes on the wire and in NCCL's kernels, rounded sums)
     reduce_dtype: Literal["float32", "bfloat16"] = "float32"
+    # reduce-scatter the gradients after every micro-batch and accumulate the shards, instead of
+    # accumulating the unsharded gradients (in reduce_dtype) and reducing once after the last: more traffic,
+    # overlapped with the backward, and accumulation adds on 1/world of the values
+    reduce_every_micro_batch: bool = False
 
 
 @dataclass

@@ -77,9 +77,10 @@ class FSDP2Strategy(Strategy):
     def forward_backward(self, batch: Batch, loss_scale: float, sync: bool) -> torch.Tensor:
         b = self.to_device(batch)
         model = self.module()
-        # skip the reduce-scatter on all but the last micro-batch (gradients accumulate unsharded)
-        model.set_requires_gradient_sync(sync)  # type: ignore[operator]
         opts = self.recipe.strategy.fsdp2
+        # skip the reduce-scatter on all but the last micro-batch (gradients accumulate unsharded), unless
+        # the shards accumulate (reduce_every_micro_batch)
+        model.set_requires_gradient_sync(sync or opts.reduce_every_micro_batch)  # type: ignore[operator]
         if opts.unshard_during_accumulation:
             for block in self.blocks:
                 block.set_reshard_after_forward(opts.reshard_after_forward if sync else False)  # type: ignore[operator]
