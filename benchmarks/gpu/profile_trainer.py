@@ -112,8 +112,7 @@ def category(kernel: str) -> str:
 
 
 def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any]:
-    kernels: list[tuple[float, float]] = []
-    named: list[tuple[float, float, str]] = []
+    kernels: list[tuple[float, float, str]] = []
     first_host: float | None = None
     nccl_us = 0.0
     by_kernel: dict[str, float] = {}
@@ -127,12 +126,11 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
             and not getattr(ev, "is_user_annotation", False)
         ):
             start = ev.time_range.start
-            kernels.append((start, start + ev.time_range.elapsed_us()))
-            named.append((start, start + ev.time_range.elapsed_us(), ev.name))
+            kernels.append((start, start + ev.time_range.elapsed_us(), ev.name))
             by_kernel[ev.name] = by_kernel.get(ev.name, 0.0) + ev.time_range.elapsed_us()
             if "nccl" in ev.name.lower():
                 nccl_us += ev.time_range.elapsed_us()
-    busy_us = busy_union(kernels)
+    busy_us = busy_union([(s, e) for s, e, _name in kernels])
     cpu_ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)[:12]
     top_k = sorted(by_kernel.items(), key=lambda kv: kv[1], reverse=True)[:24]
     by_cat: dict[str, float] = {}
@@ -145,7 +143,7 @@ def summarize(prof: Any, steps: int, wall_s: float, cuda: bool) -> dict[str, Any
         "gpu_busy_fraction": round(busy_us / 1e6 / wall_s, 3) if wall_s else None,
         "nccl_kernel_ms_per_step": round(nccl_us / 1000 / steps, 2),
         # the profiled window starts right after a device sync, as a log point's read of the loss does
-        "gpu_idle": idle_gaps(named, first_host),
+        "gpu_idle": idle_gaps(kernels, first_host),
         "host_syncs": host_syncs(prof.events()),
         "kernel_launches_per_step": len(kernels) // max(steps, 1),
         "kernel_ms_per_step_by_category": {

@@ -79,13 +79,16 @@ class Run:
     skip: int | None = None  # trainer steps left out of the rate (None: --trainer-skip)
 
 
+def trainer_path(src: Path) -> str:
+    """PYTHONPATH of a row's processes: the trainer package under ``src`` first, then these scripts."""
+    return os.pathsep.join(p for p in (str(src), str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+
+
 def child_env(gpus: int, device: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(SAFE_ENV)
     env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(TRAINER_SRC), str(HERE), env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = trainer_path(TRAINER_SRC)
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
     elif gpus == 1:
@@ -777,8 +780,7 @@ def baseline_twin(run: Run, src: Path, scratch: str | None) -> Run:
     out = Path(tempfile.mkdtemp(prefix="bench-", dir=scratch))
     old = f"train.output_dir={run.trainer_dir}"
     cmd = [f"train.output_dir={out}" if c == old else c for c in run.cmd]
-    path = os.pathsep.join(p for p in (str(src), str(HERE), os.environ.get("PYTHONPATH", "")) if p)
-    env = {**run.env, "PYTHONPATH": path}
+    env = {**run.env, "PYTHONPATH": trainer_path(src)}
     return replace(run, name=f"{run.name} @base", cmd=cmd, trainer_dir=out, env=env, fallback=None)
 
 

@@ -187,14 +187,13 @@ class HFCausalLM(nn.Module):
         raise RuntimeError(f"no decoder layer list found in {type(self.hf).__name__}")
 
     def forward(self, input_ids: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
-        if labels is not None and self.fused_loss:
-            hf: Any = self.hf
-            # under FSDP2 the root's forward has gathered the head's weight: the gradient made in the fused
-            # forward reaches the unsharded parameter and is reduce-scattered with the rest
-            with positions_not_packed():
-                hidden = hf.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state
-            return linear_cross_entropy(hidden, head_weight(self), labels)
         with positions_not_packed():
+            if labels is not None and self.fused_loss:
+                hf: Any = self.hf
+                # under FSDP2 the root's forward has gathered the head's weight: the gradient made in the
+                # fused forward reaches the unsharded parameter and is reduce-scattered with the rest
+                hidden = hf.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state
+                return linear_cross_entropy(hidden, head_weight(self), labels)
             logits = self.hf(input_ids=input_ids, use_cache=False).logits
         if labels is None:
             return logits

@@ -220,14 +220,14 @@ def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) ->
     fused = runs / "hf-fsdp2-fused-loss"
     run_trainer(2, *tiny_args(fused, 2, "strategy.name=fsdp2", *sets, "train.fused_loss=true"))
     assert_close(losses(fused), curve, AGREE, range(1, 9))
-    # train.fused_swiglu: each MLP through the custom ops (torch ops on the CPU) on FSDP2's gathered weights,
-    # [gate; up] stacked per call and its gradient split back before the reduce-scatter: the same run
     # the gradients reduce-scattered after every micro-batch and accumulated as shards: the same sums
     every = runs / "hf-fsdp2-reduce-every"
     run_trainer(
         2, *tiny_args(every, 2, "strategy.name=fsdp2", *sets, "strategy.fsdp2.reduce_every_micro_batch=true")
     )
     assert_close(losses(every), curve, AGREE, range(1, 9))
+    # train.fused_swiglu: each MLP through the custom ops (torch ops on the CPU) on FSDP2's gathered weights,
+    # [gate; up] stacked per call and its gradient split back before the reduce-scatter: the same run
     swiglu = runs / "hf-fsdp2-fused-swiglu"
     run_trainer(2, *tiny_args(swiglu, 2, "strategy.name=fsdp2", *sets, "train.fused_swiglu=true"))
     assert [r["fused_swiglu_mlps"] for r in records(swiglu, "start")] == [2]
