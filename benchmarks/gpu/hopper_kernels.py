@@ -7,6 +7,7 @@ At the Qwen2.5-1.5B shape and one micro-batch of the qwen1_5b recipe (12 x 2048 
 * the MLP (gate, up, SwiGLU, down): torch's compiled version (cuBLAS GEMMs, inductor's SwiGLU kernels, what
   the trainer runs) against quack's (``quack-kernels``, CuTe DSL), whose GEMMs compute the SwiGLU and its
   gradient in their epilogues, so the (tokens x 2 ffn) pre-activation is never re-read by a separate kernel;
+* the residual add and RMSNorm: inductor's kernels against ``train.fused_rmsnorm``'s (quack's);
 * causal GQA attention: SDPA's cuDNN kernel (the trainer's on Hopper) and FlashAttention-2 against
   FlashAttention-4's Hopper kernels (``flash-attn-4``, CuTe DSL), through torch's own SDPA registry.
 
@@ -92,7 +93,8 @@ def case(
         row["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         return row
     row["ms"] = round(ms, 3)
-    row["tflops"] = round(flops / ms / 1e9, 1)
+    if flops:  # memory-bound cases (the norms) give their time alone
+        row["tflops"] = round(flops / ms / 1e9, 1)
     return row
 
 
@@ -137,6 +139,42 @@ def mlp_cases(tokens: int, d: int, ffn: int, iters: int) -> list[dict[str, Any]]
         return torch.ops.rdmaops.swiglu_mlp(x, torch.cat([w_gate, w_up]), w_down)[0]
 
     rows.append(case("mlp train.fused_swiglu (the trainer's ops)", flops, ours, check, timed, iters))
+    return rows
+
+
+def rms_norm_add(x: Any, residual: Any, weight: Any, eps: float = 1e-6) -> Any:
+    """A decoder layer's ``norm(residual + x)``, in transformers' RMSNorm formula."""
+    import torch
+
+    h = residual + x
+    hf = h.float()
+    return weight * (hf * torch.rsqrt(hf.pow(2).mean(-1, keepdim=True) + eps)).to(h.dtype)
+
+
+def norm_cases(tokens: int, d: int, iters: int) -> list[dict[str, Any]]:
+    """The residual add and RMSNorm of a decoder layer: inductor's kernels (what the trainer compiles) against
+    train.fused_rmsnorm's ops (quack's kernels, the add left to inductor)."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    x, res = (torch.randn(tokens, d, device="cuda", generator=g).to(torch.bfloat16) for _ in range(2))
+    w = (1 + 0.1 * torch.randn(d, device="cuda", generator=g)).to(torch.bfloat16)
+    dy = torch.randn(tokens, d, device="cuda", generator=g).to(torch.bfloat16)
+    inputs = [t.requires_grad_() for t in (x, res, w)]
+    ref = fwd_bwd(rms_norm_add, [t.detach().float().requires_grad_() for t in inputs], dy.float())
+    check, timed = (inputs, dy, ref), (inputs, dy)
+    rows = [case("norm torch compiled (inductor)", 0, torch.compile(rms_norm_add), check, timed, iters)]
+    try:
+        import quack.rmsnorm  # noqa: F401
+    except ImportError as e:
+        rows.append({"case": "norm train.fused_rmsnorm", "error": f"not installed: {e}"})
+        return rows
+    from rdmaops_trainer.fused_rmsnorm import norm
+
+    def ours(x: Any, residual: Any, weight: Any) -> Any:
+        return norm(residual + x, weight, 1e-6)
+
+    rows.append(case("norm train.fused_rmsnorm (quack)", 0, torch.compile(ours), check, timed, iters))
     return rows
 
 
@@ -217,7 +255,7 @@ def main() -> int:
     ap.add_argument("--micro", type=int, default=12, help="sequences per micro-batch")
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--iters", type=int, default=20)
-    ap.add_argument("--only", choices=["mlp", "attention"], default=None)
+    ap.add_argument("--only", choices=["mlp", "attention", "norm"], default=None)
     a = ap.parse_args()
     import torch
 
@@ -237,6 +275,10 @@ def main() -> int:
     print(json.dumps({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, **shape}), flush=True)
     if a.only in (None, "mlp"):
         for row in mlp_cases(a.micro * a.seq, q["d"], q["ffn"], a.iters):
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    if a.only in (None, "norm"):
+        for row in norm_cases(a.micro * a.seq, q["d"], a.iters):
             print(json.dumps(row), flush=True)
             rows.append(row)
     if a.only in (None, "attention"):

@@ -697,8 +697,8 @@ def h100_qwen_runs(
         (f"fsdp2 2gpu recipe micro{m16} fusedswiglu bf16reduce", [*fs, *micro(m16, 4), *fsw, *bfr], True),
         (f"fsdp2 2gpu recipe micro{m16} fusedswiglu", [*fs, *micro(m16, 4), *fsw], True),
     ]
-    # larger micro-batches still (H200): fewer, larger kernels per optimizer step
-    for m in (20, 24) if not tiny else (5, 6):
+    # larger micro-batches still (H200): fewer, larger kernels per optimizer step (32: about 130 GiB)
+    for m in (20, 24, 28, 32) if not tiny else (5, 6, 7, 8):
         rows += [
             (f"fsdp2 2gpu recipe micro{m} fusedswiglu", [*fs, *micro(m, 4), *fsw], True),
             (f"fsdp2 2gpu recipe micro{m} fusedswiglu bf16reduce", [*fs, *micro(m, 4), *fsw, *bfr], True),
@@ -714,7 +714,38 @@ def h100_qwen_runs(
         ),
         ("zero3 2gpu recipe fusedswiglu", [*own, "strategy.name=zero3", *fsw], True),
     ]
+    # the RMSNorm layers through quack's kernels (train.fused_rmsnorm), on the rows above
+    fnorm = ["train.fused_rmsnorm=true"]
+    m32 = 8 if tiny else 32
+    rows += [
+        ("fsdp2 2gpu recipe fusednorm", [*fs, *fnorm], True),
+        ("fsdp2 2gpu recipe fusedswiglu bf16reduce fusednorm", [*fs, *fsw, *bfr, *fnorm], True),
+        *(
+            (
+                f"fsdp2 2gpu recipe micro{m} fusedswiglu bf16reduce fusednorm",
+                [*fs, *micro(m, 4), *fsw, *bfr, *fnorm],
+                True,
+            )
+            for m in (m24, m32)
+        ),
+    ]
     envs = {"fsdp2 2gpu recipe cdtune": {"TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}}
+    # NCCL's kernels hold SMs while the GEMMs of the backward run beside them (the last micro-batch's
+    # reduce-scatters): fewer CTAs per collective leave more SMs to the GEMMs. NCCL prints its channels and
+    # the variables it read ("ncclinfo": the same row with NCCL's defaults, printed)
+    info = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV"}
+    cta_envs = {
+        "ncclinfo": {},
+        **{f"ctas{n}": {"NCCL_MAX_CTAS": str(n)} for n in (4, 8, 16)},
+        "ctaeff": {"NCCL_CTA_POLICY": "1"},  # NCCL_CTA_POLICY_EFFICIENCY: the fewest CTAs that keep its rate
+    }
+    for base, sets in (
+        (f"fsdp2 2gpu recipe micro{m24} fusedswiglu bf16reduce", [*fs, *micro(m24, 4), *fsw, *bfr]),
+        ("fsdp2 2gpu recipe", fs),
+    ):
+        for tag, env in cta_envs.items():
+            rows.append((f"{base} {tag}", sets, True))
+            envs[f"{base} {tag}"] = {**info, **env}
     runs = []
     for label, sets, accum in rows:
         gpus = 1 if " 1gpu " in label else 2
@@ -732,6 +763,7 @@ def h100_qwen_runs(
         (f"fsdp2 2gpu micro{fm} accum4", [*fsdp2, *micro(fm, 4), *off]),
         ("fsdp2 2gpu recipe", fs),
         ("fsdp2 2gpu recipe fusedswiglu", [*fs, *fsw]),
+        ("fsdp2 2gpu recipe fusedswiglu fusednorm", [*fs, *fsw, *fnorm]),
     ):
         r = trainer_run(a, f"exp profile qwen1.5b {label}", "qwen1_5b", 2, [*sets, "train.steps=5"], fpt)
         runs.append(profiled(r, 4, 1))
@@ -933,7 +965,10 @@ def main() -> None:
         a.scratch = scratch
         for r in with_baselines(a, build_runs(a)):
             print(
-                ("  " if selected(a, r) else "x ") + r.name + ("  [fallback: micro/2]" if r.fallback else "")
+                ("  " if selected(a, r) else "x ")
+                + r.name
+                + ("  [fallback: micro/2]" if r.fallback else "")
+                + (f"  [env: {' '.join(f'{k}={v}' for k, v in sorted(r.env.items()))}]" if r.env else "")
             )
         shutil.rmtree(scratch)
         return

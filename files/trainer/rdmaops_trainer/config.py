@@ -211,6 +211,12 @@ class TrainConfig:
     # model.kind hf, bf16 compute on a GPU of compute capability 9 or 10; on a CPU rank the same plan runs in
     # torch ops. Not with LoRA (its wrapped projections are not plain Linear layers).
     fused_swiglu: bool = False
+    # a transformers model's RMSNorm layers (llama, qwen2, qwen3, mistral, ...) through quack's kernels
+    # (quack-kernels package, rdmaops_trainer/fused_rmsnorm.py): the backward writes the input gradient and
+    # the weight gradient's partial sums in one pass. model.kind hf, a GPU of compute capability 9 or 10; on
+    # a CPU rank the same steps run in torch ops. Level with inductor's kernels for qwen1_5b on 2x H200
+    # (docs/benchmarks.md, call 49): off in every recipe.
+    fused_rmsnorm: bool = False
     # the CUDA caching allocator's expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set
     # before CUDA starts unless the environment already says): one growing mapping instead of fixed blocks,
     # so a run near the card's memory neither fragments nor frees and re-allocates its cache every step.
@@ -482,6 +488,10 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         raise RecipeError(
             "train.fused_swiglu: true needs bf16 compute on a GPU (quack's GEMMs), not train.precision "
             "'fp32' (set train.fused_swiglu=false)"
+        )
+    if t.fused_rmsnorm and m.kind != "hf":
+        raise RecipeError(
+            f"train.fused_rmsnorm: true needs model.kind hf, not {m.kind!r} (set train.fused_rmsnorm=false)"
         )
     if t.cuda_graphs and (s.name != "ddp" or not t.compile or recipe.cluster.device == "cpu"):
         raise RecipeError(

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from . import fused_mlp, fused_swiglu
+from . import fused_mlp, fused_rmsnorm, fused_swiglu
 from .config import FUSED_LOSS_HF_TYPES, GPTConfig, Recipe, RecipeError, fused_loss_type_refusal
 from .fused_loss import linear_cross_entropy
 
@@ -174,6 +174,7 @@ class HFCausalLM(nn.Module):
         # fused_loss.linear_cross_entropy; the model's own head forward (and its logits) is skipped
         self.fused_loss = False
         self.fused_swiglu_mlps = 0
+        self.fused_rmsnorms = 0
 
     @property
     def config(self) -> Any:
@@ -288,6 +289,8 @@ def build_model(
     model.fused_loss = recipe.train.fused_loss
     # how many MLPs run train.fused_swiglu's ops (the start record says so)
     model.fused_swiglu_mlps = fused_swiglu.patch(hf) if recipe.train.fused_swiglu else 0
+    # and how many RMSNorm layers run train.fused_rmsnorm's
+    model.fused_rmsnorms = fused_rmsnorm.patch(hf) if recipe.train.fused_rmsnorm else 0
     return model
 
 

@@ -83,6 +83,10 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
         from .fused_swiglu import require_kernels
 
         require_kernels(rt.device)
+    if recipe.train.fused_rmsnorm:
+        from .fused_rmsnorm import require_kernels as require_norm_kernels
+
+        require_norm_kernels(rt.device)
     where = "meta" if strategy.build_on_meta() else build_device(recipe, rt, strategy, vocab)
     with strategy.init_context():
         model = build_model(recipe, vocab_size=vocab, device=where)
@@ -118,6 +122,7 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
         trainable_params=sum(getattr(p, "ds_numel", p.numel()) for p in strategy.trainable_parameters()),
         flops_per_token=fpt,
         fused_swiglu_mlps=getattr(model, "fused_swiglu_mlps", 0),
+        fused_rmsnorms=getattr(model, "fused_rmsnorms", 0),
         train_blocks=len(train_data),
         eval_blocks=len(eval_data),
         micro_batches_per_step=layout.grad_accum,

@@ -55,3 +55,20 @@ def test_baseline_rows_run_the_trainer_of_another_checkout(tmp_path: Path) -> No
     log = (out / "run_all.log").read_text()
     assert "baseline trainer ['--recipe', 'gpt2']" in log
     assert "===== trainer gpt2 ddp 1gpu @base: rc=3" in log
+
+
+def test_rows_with_their_own_environment_list_it() -> None:
+    """The NCCL rows differ from their base row only in the environment of their processes."""
+    out = subprocess.run(
+        [sys.executable, str(RUN_ALL), "--list", "--only", "=exp trainer qwen1.5b fsdp2 2gpu recipe ctas8"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    (line,) = [x for x in out.splitlines() if x.startswith("  ")]
+    assert line.endswith("[env: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV NCCL_MAX_CTAS=8]")
+    assert listed("--only", "ncclinfo") == [
+        "exp trainer qwen1.5b fsdp2 2gpu recipe micro24 fusedswiglu bf16reduce ncclinfo",
+        "exp trainer qwen1.5b fsdp2 2gpu recipe ncclinfo",
+    ]

@@ -48,3 +48,13 @@ def test_without_a_gpu_it_says_so(
     monkeypatch.setattr("sys.argv", ["hopper_kernels.py"])
     assert hk.main() == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_the_norm_case_is_transformers_rmsnorm_of_the_residual_sum() -> None:
+    from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
+
+    torch.manual_seed(0)
+    x, res = torch.randn(5, 8), torch.randn(5, 8)
+    ref = Qwen2RMSNorm(8, eps=1e-6)
+    torch.nn.init.normal_(ref.weight)
+    torch.testing.assert_close(hk.rms_norm_add(x, res, ref.weight.detach()), ref(x + res).detach())

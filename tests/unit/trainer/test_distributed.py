@@ -226,9 +226,11 @@ def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) ->
         2, *tiny_args(every, 2, "strategy.name=fsdp2", *sets, "strategy.fsdp2.reduce_every_micro_batch=true")
     )
     assert_close(losses(every), curve, AGREE, range(1, 9))
-    # train.fused_swiglu: each MLP through the custom ops (torch ops on the CPU) on FSDP2's gathered weights,
-    # [gate; up] stacked per call and its gradient split back before the reduce-scatter: the same run
+    # train.fused_swiglu and train.fused_rmsnorm: each MLP and norm through the custom ops (torch ops on the
+    # CPU) on FSDP2's gathered weights, [gate; up] stacked per call and its gradient split back before the
+    # reduce-scatter: the same run
     swiglu = runs / "hf-fsdp2-fused-swiglu"
-    run_trainer(2, *tiny_args(swiglu, 2, "strategy.name=fsdp2", *sets, "train.fused_swiglu=true"))
-    assert [r["fused_swiglu_mlps"] for r in records(swiglu, "start")] == [2]
+    fused = ("train.fused_swiglu=true", "train.fused_rmsnorm=true")
+    run_trainer(2, *tiny_args(swiglu, 2, "strategy.name=fsdp2", *sets, *fused))
+    assert [(r["fused_swiglu_mlps"], r["fused_rmsnorms"]) for r in records(swiglu, "start")] == [(2, 5)]
     assert_close(losses(swiglu), curve, AGREE, range(1, 9))
