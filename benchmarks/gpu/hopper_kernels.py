@@ -133,12 +133,19 @@ def mlp_cases(tokens: int, d: int, ffn: int, iters: int) -> list[dict[str, Any]]
 
     rows.append(case("mlp quack (SwiGLU in the GEMM epilogues)", flops, quack_mlp, check, timed, iters))
     # the trainer's own ops on quack's GEMMs (train.fused_swiglu): the same plan behind a custom op
-    from rdmaops_trainer import fused_swiglu  # noqa: F401  (registers torch.ops.rdmaops.swiglu_mlp)
+    from rdmaops_trainer import fused_swiglu  # also registers torch.ops.rdmaops.swiglu_mlp
 
-    def ours(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Any:
-        return torch.ops.rdmaops.swiglu_mlp(x, torch.cat([w_gate, w_up]), w_down)[0]
+    def ours(cublas: bool) -> Callable[..., Any]:
+        def run(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Any:
+            w1 = fused_swiglu.stack_gate_up(w_gate, w_up)
+            return torch.ops.rdmaops.swiglu_mlp(x, w1, w_down, cublas)[0]
 
-    rows.append(case("mlp train.fused_swiglu (the trainer's ops)", flops, ours, check, timed, iters))
+        return run
+
+    rows.append(case("mlp train.fused_swiglu (the trainer's ops)", flops, ours(False), check, timed, iters))
+    # its four GEMMs without an epilogue on cuBLAS (train.fused_swiglu_gemms: cublas)
+    name = "mlp train.fused_swiglu, plain GEMMs on cuBLAS"
+    rows.append(case(name, flops, ours(True), check, timed, iters))
     return rows
 
 

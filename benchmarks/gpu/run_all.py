@@ -729,6 +729,19 @@ def h100_qwen_runs(
             for m in (m24, m32)
         ),
     ]
+    # the fused MLP's four GEMMs without an epilogue on cuBLAS instead of quack (train.fused_swiglu_gemms)
+    cub = ["train.fused_swiglu_gemms=cublas"]
+    rows += [
+        ("fsdp2 2gpu recipe fusedswiglu bf16reduce cublasgemm", [*fs, *fsw, *bfr, *cub], True),
+        *(
+            (
+                f"fsdp2 2gpu recipe micro{m} fusedswiglu bf16reduce cublasgemm",
+                [*fs, *micro(m, 4), *fsw, *bfr, *cub],
+                True,
+            )
+            for m in (m24, m32)
+        ),
+    ]
     envs = {"fsdp2 2gpu recipe cdtune": {"TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}}
     # NCCL's kernels hold SMs while the GEMMs of the backward run beside them (the last micro-batch's
     # reduce-scatters): fewer CTAs per collective leave more SMs to the GEMMs. NCCL prints its channels and
@@ -764,6 +777,7 @@ def h100_qwen_runs(
         ("fsdp2 2gpu recipe", fs),
         ("fsdp2 2gpu recipe fusedswiglu", [*fs, *fsw]),
         ("fsdp2 2gpu recipe fusedswiglu fusednorm", [*fs, *fsw, *fnorm]),
+        (f"fsdp2 2gpu recipe micro{m32} fusedswiglu bf16reduce", [*fs, *micro(m32, 4), *fsw, *bfr]),
     ):
         r = trainer_run(a, f"exp profile qwen1.5b {label}", "qwen1_5b", 2, [*sets, "train.steps=5"], fpt)
         runs.append(profiled(r, 4, 1))

@@ -211,6 +211,10 @@ class TrainConfig:
     # model.kind hf, bf16 compute on a GPU of compute capability 9 or 10; on a CPU rank the same plan runs in
     # torch ops. Not with LoRA (its wrapped projections are not plain Linear layers).
     fused_swiglu: bool = False
+    # which GEMMs run the fused MLP's four plain products (down's forward; the backward's input and
+    # weight gradients): quack's, or torch's cuBLAS. The two with the SwiGLU in their epilogues are
+    # quack's either way.
+    fused_swiglu_gemms: Literal["quack", "cublas"] = "quack"
     # a transformers model's RMSNorm layers (llama, qwen2, qwen3, mistral, ...) through quack's kernels
     # (quack-kernels package, rdmaops_trainer/fused_rmsnorm.py): the backward writes the input gradient and
     # the weight gradient's partial sums in one pass. model.kind hf, a GPU of compute capability 9 or 10; on
@@ -488,6 +492,11 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         raise RecipeError(
             "train.fused_swiglu: true needs bf16 compute on a GPU (quack's GEMMs), not train.precision "
             "'fp32' (set train.fused_swiglu=false)"
+        )
+    if t.fused_swiglu_gemms != "quack" and not t.fused_swiglu:
+        raise RecipeError(
+            f"train.fused_swiglu_gemms: {t.fused_swiglu_gemms} needs train.fused_swiglu: true (set "
+            "train.fused_swiglu=true or leave train.fused_swiglu_gemms at quack)"
         )
     if t.fused_rmsnorm and m.kind != "hf":
         raise RecipeError(

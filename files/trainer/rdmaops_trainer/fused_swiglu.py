@@ -6,14 +6,17 @@ them with the incoming gradient to write both gradients. In the qwen1_5b profile
 took 129 ms of an 1,847 ms step (docs/benchmarks.md, call 35). Here quack's Hopper GEMMs (``quack-kernels``,
 CuTe DSL) do that work while each output tile is still on chip:
 
-* forward: one GEMM of x with ``[gate; up]`` writes the pre-activation (gate and up columns interleaved)
-  and ``h = silu(gate) * up``; then ``y = h @ down.T``. Kept for the backward: x, ``[gate; up]`` and the
-  pre-activation, not h;
+* forward: one GEMM of x with the gate and up rows interleaved (``w1``: gate 0, up 0, gate 1, ...) writes the
+  pre-activation in the same order and ``h = silu(gate) * up``; then ``y = h @ down.T``. Kept for the
+  backward: x, ``w1`` and the pre-activation, not h;
 * backward: one GEMM writes ``d(pre) = SwiGLU'((dy @ down), pre)`` and recomputes h for ``down``'s weight
-  gradient; the input and ``[gate; up]`` weight gradients read the interleaved gradient directly.
+  gradient; the input and ``w1`` weight gradients are plain GEMMs of the interleaved gradient.
 
-The two steps are custom ops (``rdmaops::swiglu_mlp``, ``rdmaops::swiglu_mlp_backward``) that torch.compile
-keeps as calls, so quack's JIT-compiled kernels never meet dynamo. On the CPU (and any tensor that is not on
+Only those two GEMMs need quack's epilogues. The other four (``down``'s forward, and the backward's
+``dx``, ``dw1``, ``dw2``) run on quack's GEMMs or, with ``train.fused_swiglu_gemms: cublas``, on
+torch's (cuBLAS). The two steps are custom ops (``rdmaops::swiglu_mlp``,
+``rdmaops::swiglu_mlp_backward``) that torch.compile keeps as calls, so quack's JIT-compiled kernels never
+meet dynamo. On the CPU (and any tensor that is not on
 CUDA) the same interleaved plan runs in torch ops, which the tests compare against the model's own MLP.
 """
 
@@ -38,6 +41,12 @@ def _interleave(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     return torch.stack([gate, up], dim=-1).flatten(-2)
 
 
+def stack_gate_up(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    """``w1``: the rows of the gate and up weights (ffn x d each) interleaved, (2 ffn x d). ``x @ w1.T`` is
+    then the pre-activation in quack's layout; autograd splits w1's gradient back into the two."""
+    return torch.stack([gate, up], dim=1).flatten(0, 1)
+
+
 def _quack() -> Any:
     """quack's GEMM module; the one import check (require_kernels calls it before the first step)."""
     try:
@@ -50,80 +59,86 @@ def _quack() -> Any:
     return gemm_interface
 
 
+def _mm(a: torch.Tensor, b: torch.Tensor, cublas: bool, **quack_args: Any) -> torch.Tensor:
+    """``a @ b`` on quack's GEMM, or in torch (cuBLAS on a GPU) where ``cublas`` or off CUDA."""
+    return a @ b if cublas or not a.is_cuda else _quack().gemm(a, b, tuned=False, **quack_args)
+
+
 @torch.library.custom_op("rdmaops::swiglu_mlp", mutates_args=())
-def swiglu_mlp(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(y, pre)``: x (tokens x d), w1 ``[gate; up]`` (2 ffn x d), w2 (d_out x ffn); pre interleaved."""
+def swiglu_mlp(
+    x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, cublas: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(y, pre)``: x (tokens x d), w1 gate/up rows interleaved (2 ffn x d), w2 (d_out x ffn); pre
+    interleaved as w1's rows."""
     if x.is_cuda:
-        q = _quack()
-        pre, h = q.gemm_gated(x, w1.T, activation="swiglu", concat_layout=("B",), tuned=False)
-        return q.gemm(h, w2.T, tuned=False), pre
-    gate, up = (x @ w1.T).chunk(2, dim=-1)
-    return (F.silu(gate) * up) @ w2.T, _interleave(gate, up)
+        pre, h = _quack().gemm_gated(x, w1.T, activation="swiglu", tuned=False)
+        return _mm(h, w2.T, cublas), pre
+    pre = x @ w1.T
+    return (F.silu(pre[:, 0::2]) * pre[:, 1::2]) @ w2.T, pre
 
 
 @swiglu_mlp.register_fake
 def _swiglu_mlp_fake(
-    x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor
+    x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, cublas: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
     return x.new_empty(x.size(0), w2.size(0)), x.new_empty(x.size(0), w1.size(0))
 
 
 @torch.library.custom_op("rdmaops::swiglu_mlp_backward", mutates_args=())
 def swiglu_mlp_backward(
-    dy: torch.Tensor, x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, pre: torch.Tensor
+    dy: torch.Tensor, x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, pre: torch.Tensor, cublas: bool
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(dx, dw1, dw2)`` of ``swiglu_mlp`` from its input, weights and interleaved pre-activation."""
     if dy.is_cuda:
-        q = _quack()
-        dpre, h = q.gemm_dgated(dy, w2, pre, activation="swiglu", tuned=False)
-        dw2 = q.gemm(dy.T, h, dynamic_scheduler=True, tuned=False)
-        dx = q.gemm(dpre, w1, dynamic_scheduler=True, tuned=False, concat_layout=("B",))
-        dw1 = q.gemm(dpre.T, x, dynamic_scheduler=True, tuned=False, concat_layout=("out",))
-        return dx, dw1, dw2
-    gate, up = pre[:, 0::2], pre[:, 1::2]
-    sig = torch.sigmoid(gate)
-    silu = gate * sig
-    dh = dy @ w2
-    dgate = dh * up * sig * (1 + gate * (1 - sig))
-    dup = dh * silu
-    dw2 = dy.T @ (silu * up)
-    dx = dgate @ w1[: gate.size(1)] + dup @ w1[gate.size(1) :]
-    dw1 = torch.cat([dgate.T @ x, dup.T @ x])
+        dpre, h = _quack().gemm_dgated(dy, w2, pre, activation="swiglu", tuned=False)
+    else:
+        gate, up = pre[:, 0::2], pre[:, 1::2]
+        sig = torch.sigmoid(gate)
+        dh = dy @ w2
+        dpre = _interleave(dh * up * sig * (1 + gate * (1 - sig)), dh * gate * sig)
+        h = gate * sig * up
+    dw2 = _mm(dy.T, h, cublas, dynamic_scheduler=True)
+    dx = _mm(dpre, w1, cublas, dynamic_scheduler=True)
+    dw1 = _mm(dpre.T, x, cublas, dynamic_scheduler=True)
     return dx, dw1, dw2
 
 
 @swiglu_mlp_backward.register_fake
 def _swiglu_mlp_backward_fake(
-    dy: torch.Tensor, x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, pre: torch.Tensor
+    dy: torch.Tensor, x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor, pre: torch.Tensor, cublas: bool
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return torch.empty_like(x), torch.empty_like(w1), torch.empty_like(w2)
 
 
 def _setup_context(ctx: Any, inputs: tuple[Any, ...], output: tuple[Any, ...]) -> None:
-    x, w1, w2 = inputs
+    x, w1, w2, ctx.cublas = inputs
     ctx.save_for_backward(x, w1, w2, output[1])
 
 
-def _backward(ctx: Any, dy: torch.Tensor, _dpre: torch.Tensor | None) -> tuple[torch.Tensor, ...]:
+def _backward(ctx: Any, dy: torch.Tensor, _dpre: torch.Tensor | None) -> tuple[torch.Tensor | None, ...]:
     x, w1, w2, pre = ctx.saved_tensors
-    return tuple(torch.ops.rdmaops.swiglu_mlp_backward(dy.contiguous(), x, w1, w2, pre))
+    dx, dw1, dw2 = torch.ops.rdmaops.swiglu_mlp_backward(dy.contiguous(), x, w1, w2, pre, ctx.cublas)
+    return dx, dw1, dw2, None
 
 
 swiglu_mlp.register_autograd(_backward, setup_context=_setup_context)
 
 
-def mlp(x: torch.Tensor, gate: nn.Linear, up: nn.Linear, down: nn.Linear) -> torch.Tensor:
+def mlp(
+    x: torch.Tensor, gate: nn.Linear, up: nn.Linear, down: nn.Linear, cublas: bool = False
+) -> torch.Tensor:
     """``down(silu(gate(x)) * up(x))`` for x (..., d) in autocast's dtype where it is on, else x's."""
     dtype = compute_dtype(x)
     with torch.autocast(x.device.type, enabled=False):
-        # [gate; up] stacked per call (2 ffn x d, small next to the activations); its gradient splits back
-        w1 = torch.cat([gate.weight, up.weight]).to(dtype)
-        y, _pre = torch.ops.rdmaops.swiglu_mlp(x.reshape(-1, x.size(-1)).to(dtype), w1, down.weight.to(dtype))
+        # w1 built per call (2 ffn x d, small next to the activations); its gradient splits back
+        w1 = stack_gate_up(gate.weight, up.weight).to(dtype)
+        flat = x.reshape(-1, x.size(-1)).to(dtype)
+        y, _pre = torch.ops.rdmaops.swiglu_mlp(flat, w1, down.weight.to(dtype), cublas)
     return y.view(*x.shape[:-1], down.out_features)
 
 
 def _fused_forward(self: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    return mlp(x, self.gate_proj, self.up_proj, self.down_proj)  # type: ignore[arg-type]
+    return mlp(x, self.gate_proj, self.up_proj, self.down_proj, self.swiglu_cublas)  # type: ignore[arg-type]
 
 
 def is_swiglu_mlp(module: nn.Module) -> bool:
@@ -136,8 +151,9 @@ def is_swiglu_mlp(module: nn.Module) -> bool:
     )
 
 
-def patch(model: nn.Module) -> int:
-    """Route every SwiGLU MLP of ``model`` through ``mlp``; how many. Refuses shapes quack cannot run."""
+def patch(model: nn.Module, cublas: bool = False) -> int:
+    """Route every SwiGLU MLP of ``model`` through ``mlp`` (its plain GEMMs on cuBLAS if ``cublas``); how
+    many. Refuses shapes quack cannot run."""
     count = 0
     for name, module in model.named_modules():
         if not is_swiglu_mlp(module):
@@ -150,6 +166,7 @@ def patch(model: nn.Module) -> int:
                 f"{gate.out_features} and output {down.out_features} must be multiples of 8 (set "
                 "train.fused_swiglu=false)"
             )
+        module.swiglu_cublas = cublas
         module.forward = types.MethodType(_fused_forward, module)
         count += 1
     if not count:

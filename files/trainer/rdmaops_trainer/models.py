@@ -288,7 +288,8 @@ def build_model(
     model = HFCausalLM(hf)
     model.fused_loss = recipe.train.fused_loss
     # how many MLPs run train.fused_swiglu's ops (the start record says so)
-    model.fused_swiglu_mlps = fused_swiglu.patch(hf) if recipe.train.fused_swiglu else 0
+    cublas = recipe.train.fused_swiglu_gemms == "cublas"
+    model.fused_swiglu_mlps = fused_swiglu.patch(hf, cublas) if recipe.train.fused_swiglu else 0
     # and how many RMSNorm layers run train.fused_rmsnorm's
     model.fused_rmsnorms = fused_rmsnorm.patch(hf) if recipe.train.fused_rmsnorm else 0
     return model

@@ -29,7 +29,10 @@ def plain(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor)
 
 def test_the_forward_gives_the_mlp_and_the_pre_activation_interleaved() -> None:
     x, wg, wu, wd = rand(TOKENS, D, seed=1), rand(FFN, D, seed=2), rand(FFN, D, seed=3), rand(D, FFN, seed=4)
-    y, pre = fused_swiglu.swiglu_mlp(x, torch.cat([wg, wu]), wd)
+    w1 = fused_swiglu.stack_gate_up(wg, wu)
+    torch.testing.assert_close(w1[0::2], wg, rtol=0, atol=0)
+    torch.testing.assert_close(w1[1::2], wu, rtol=0, atol=0)
+    y, pre = fused_swiglu.swiglu_mlp(x, w1, wd, False)
     torch.testing.assert_close(y, plain(x, wg, wu, wd))
     assert pre.shape == (TOKENS, 2 * FFN)
     # quack's gated GEMMs lay gate and up column by column: g0, u0, g1, u1, ...
@@ -42,14 +45,15 @@ def test_the_gradients_are_those_of_the_mlp() -> None:
     args = [rand(6, 8, seed=1, dtype=torch.float64), rand(2 * 10, 8, seed=2, dtype=torch.float64)]
     args.append(rand(4, 10, seed=3, dtype=torch.float64))
     args = [a.requires_grad_() for a in args]
-    assert torch.autograd.gradcheck(lambda *a: torch.ops.rdmaops.swiglu_mlp(*a)[0], args)
+    assert torch.autograd.gradcheck(lambda *a: torch.ops.rdmaops.swiglu_mlp(*a, False)[0], args)
 
 
 def test_the_custom_ops_have_consistent_fake_kernels_and_schemas() -> None:
     x, w1, w2 = rand(TOKENS, D, seed=1), rand(2 * FFN, D, seed=2), rand(D, FFN, seed=4)
-    torch.library.opcheck(fused_swiglu.swiglu_mlp, (x, w1, w2))
     dy, pre = rand(TOKENS, D, seed=5), rand(TOKENS, 2 * FFN, seed=6)
-    torch.library.opcheck(fused_swiglu.swiglu_mlp_backward, (dy, x, w1, w2, pre))
+    for cublas in (False, True):  # the flag picks the GPU's plain GEMMs; the CPU runs torch's either way
+        torch.library.opcheck(fused_swiglu.swiglu_mlp, (x, w1, w2, cublas))
+        torch.library.opcheck(fused_swiglu.swiglu_mlp_backward, (dy, x, w1, w2, pre, cublas))
 
 
 QWEN = [
@@ -61,10 +65,10 @@ QWEN += ["model.config.num_attention_heads=4", "model.config.num_key_value_heads
 QWEN += ["model.config.vocab_size=300", "train.precision=auto", "cluster.device=cpu"]
 
 
-def qwen_pair() -> list[nn.Module]:
-    return [
-        build_model(load_recipe("qwen1_5b", [*QWEN, f"train.fused_swiglu={on}"])) for on in ("false", "true")
-    ]
+def qwen_pair(*sets: str) -> list[nn.Module]:
+    """transformers' own MLP, then the fused one (``sets`` apply to it alone)."""
+    plain = build_model(load_recipe("qwen1_5b", [*QWEN, "train.fused_swiglu=false"]))
+    return [plain, build_model(load_recipe("qwen1_5b", [*QWEN, "train.fused_swiglu=true", *sets]))]
 
 
 def loss_and_grads(model: nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -74,11 +78,13 @@ def loss_and_grads(model: nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor, d
     return loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
 
 
-def test_a_patched_qwen2_model_trains_like_transformers_own() -> None:
-    models = qwen_pair()
+@pytest.mark.parametrize("gemms", ["quack", "cublas"])
+def test_a_patched_qwen2_model_trains_like_transformers_own(gemms: str) -> None:
+    models = qwen_pair(f"train.fused_swiglu_gemms={gemms}")
     assert isinstance(models[1], HFCausalLM)
     mlps = [m for m in models[1].modules() if fused_swiglu.is_swiglu_mlp(m)]
     assert len(mlps) == 2 and all("forward" in vars(m) for m in mlps)
+    assert all(m.swiglu_cublas is (gemms == "cublas") for m in mlps)
     assert not any("forward" in vars(m) for m in models[0].modules() if fused_swiglu.is_swiglu_mlp(m))
     ids = torch.randint(0, 300, (2, 16), generator=torch.Generator().manual_seed(6))
     (loss_a, ga), (loss_b, gb) = (loss_and_grads(m, ids) for m in models)
@@ -129,6 +135,9 @@ def test_it_is_refused_where_it_does_not_apply() -> None:
     )
     lora = ["lora.enabled=true", "lora.target_modules=[q_proj]"]
     assert_refused("qwen1_5b", lora, {"train.fused_swiglu=true": "with lora.enabled True"})
+    assert_refused(
+        "qwen1_5b", [], {"train.fused_swiglu_gemms=cublas": "cublas needs train.fused_swiglu: true"}
+    )
     assert_refused(
         "qwen1_5b",
         ["cluster.device=cuda", "train.fused_swiglu=true"],
