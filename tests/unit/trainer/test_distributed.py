@@ -227,8 +227,8 @@ def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) ->
     )
     assert_close(losses(every), curve, AGREE, range(1, 9))
     # train.fused_swiglu and train.fused_rmsnorm: each MLP and norm through the custom ops (torch ops on the
-    # CPU) on FSDP2's gathered weights, [gate; up] stacked per call and its gradient split back before the
-    # reduce-scatter: the same run
+    # CPU) on FSDP2's gathered weights, the gate and up rows interleaved per call and the gradient split back
+    # before the reduce-scatter: the same run
     swiglu = runs / "hf-fsdp2-fused-swiglu"
     fused = ("train.fused_swiglu=true", "train.fused_rmsnorm=true")
     run_trainer(2, *tiny_args(swiglu, 2, "strategy.name=fsdp2", *sets, *fused))
