@@ -16,8 +16,8 @@ Only those two GEMMs need quack's epilogues. The other four (``down``'s forward,
 ``dx``, ``dw1``, ``dw2``) run on quack's GEMMs or, with ``train.fused_swiglu_gemms: cublas``, on
 torch's (cuBLAS). The two steps are custom ops (``rdmaops::swiglu_mlp``,
 ``rdmaops::swiglu_mlp_backward``) that torch.compile keeps as calls, so quack's JIT-compiled kernels never
-meet dynamo. On the CPU (and any tensor that is not on
-CUDA) the same interleaved plan runs in torch ops, which the tests compare against the model's own MLP.
+meet dynamo. On the CPU (and any tensor that is not on CUDA) the same interleaved plan runs in torch ops,
+which the tests compare against the model's own MLP.
 """
 
 from __future__ import annotations
