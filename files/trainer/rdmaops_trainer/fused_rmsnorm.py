@@ -15,27 +15,19 @@ weight and the input promote to.
 
 from __future__ import annotations
 
-import importlib
 import types
 from typing import Any
 
 import torch
 from torch import nn
 
+from . import quack_kernels
 from .config import RecipeError
 
 
 def _quack() -> Any:
-    """quack's RMSNorm module; the one import check (require_kernels calls it before the first step)."""
-    try:
-        # the module: quack's package namespace binds the name rmsnorm to its function
-        rmsnorm = importlib.import_module("quack.rmsnorm")
-    except ImportError as exc:
-        raise RecipeError(
-            f"train.fused_rmsnorm: true needs the quack-kernels package ({exc}); pip install quack-kernels "
-            "(set train.fused_rmsnorm=false)"
-        ) from exc
-    return rmsnorm
+    """quack's RMSNorm module."""
+    return quack_kernels.module("train.fused_rmsnorm", "rmsnorm")
 
 
 def _wide(t: torch.Tensor) -> torch.Tensor:
@@ -142,12 +134,4 @@ def patch(model: nn.Module) -> int:
 
 def require_kernels(device: torch.device) -> None:
     """On CUDA: quack importable and a GPU of compute capability 9 or 10; before any step runs."""
-    if device.type != "cuda":
-        return
-    major, minor = torch.cuda.get_device_capability(device)
-    if major not in (9, 10):
-        raise RecipeError(
-            f"train.fused_rmsnorm: true needs a Hopper or Blackwell GPU (compute capability 9.x or 10.x), "
-            f"not {major}.{minor} (set train.fused_rmsnorm=false)"
-        )
-    _quack()
+    quack_kernels.require("train.fused_rmsnorm", device, "rmsnorm")

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import quack_kernels
 from .config import RecipeError
 from .fused_loss import compute_dtype
 
@@ -48,15 +49,8 @@ def stack_gate_up(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 def _quack() -> Any:
-    """quack's GEMM module; the one import check (require_kernels calls it before the first step)."""
-    try:
-        from quack import gemm_interface
-    except ImportError as exc:
-        raise RecipeError(
-            f"train.fused_swiglu: true needs the quack-kernels package ({exc}); pip install quack-kernels "
-            "(set train.fused_swiglu=false)"
-        ) from exc
-    return gemm_interface
+    """quack's GEMM module."""
+    return quack_kernels.module("train.fused_swiglu", "gemm_interface")
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor, cublas: bool, **quack_args: Any) -> torch.Tensor:
@@ -179,12 +173,4 @@ def patch(model: nn.Module, cublas: bool = False) -> int:
 
 def require_kernels(device: torch.device) -> None:
     """On CUDA: quack importable and a GPU of compute capability 9 or 10; before any step runs."""
-    if device.type != "cuda":
-        return
-    major, minor = torch.cuda.get_device_capability(device)
-    if major not in (9, 10):
-        raise RecipeError(
-            f"train.fused_swiglu: true needs a Hopper or Blackwell GPU (compute capability 9.x or 10.x), "
-            f"not {major}.{minor} (set train.fused_swiglu=false)"
-        )
-    _quack()
+    quack_kernels.require("train.fused_swiglu", device, "gemm_interface")

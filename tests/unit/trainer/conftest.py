@@ -166,6 +166,49 @@ def tiny_qwen2_config() -> Any:
     )
 
 
+# the qwen1_5b recipe shrunk to a 2-layer model on the CPU, for the tests of its options
+TINY_QWEN_SETS = [
+    "model.config.hidden_size=64",
+    "model.config.intermediate_size=128",
+    "model.config.num_hidden_layers=2",
+    "model.config.num_attention_heads=4",
+    "model.config.num_key_value_heads=2",
+    "model.config.vocab_size=300",
+    "train.precision=auto",
+    "cluster.device=cpu",
+]
+
+
+def qwen_pair(option: str, *sets: str) -> list[Any]:
+    """The tiny qwen1_5b model without ``option``, then with it on (``sets`` apply to that one alone)."""
+    from rdmaops_trainer.config import load_recipe
+    from rdmaops_trainer.models import build_model
+
+    return [
+        build_model(load_recipe("qwen1_5b", [*TINY_QWEN_SETS, f"{option}=false"])),
+        build_model(load_recipe("qwen1_5b", [*TINY_QWEN_SETS, f"{option}=true", *sets])),
+    ]
+
+
+def assert_trains_alike(plain: Any, fused: Any, part: str) -> None:
+    """One forward and backward of both models on the same tokens: the same loss and the same gradient for
+    every parameter, among them one whose name has ``part``."""
+    import torch
+
+    ids = torch.randint(0, 300, (2, 16), generator=torch.Generator().manual_seed(6))
+    out = []
+    for model in (plain, fused):
+        model.zero_grad(set_to_none=True)
+        loss = model(ids, ids.roll(-1, dims=1))
+        loss.backward()
+        out.append((loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}))
+    (loss_a, ga), (loss_b, gb) = out
+    torch.testing.assert_close(loss_b, loss_a)
+    assert ga.keys() == gb.keys() and any(part in n for n in ga)
+    for name in ga:
+        torch.testing.assert_close(gb[name], ga[name], msg=name)
+
+
 def tiny_args(out: Path, nproc: int, *extra: str) -> list[str]:
     """The tiny recipe on ``nproc`` CPU processes, small and short enough for the unit suite."""
     sets = [

@@ -3,14 +3,12 @@ transformers' own RMSNorm, their fake kernels and gradients, the patching of a m
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 import torch
-from conftest import assert_refused
+from conftest import assert_refused, assert_trains_alike, qwen_pair
 from rdmaops_trainer import fused_rmsnorm
-from rdmaops_trainer.config import RecipeError, load_recipe
-from rdmaops_trainer.models import HFCausalLM, build_model
+from rdmaops_trainer.config import RecipeError
+from rdmaops_trainer.models import HFCausalLM
 from torch import nn
 from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
 
@@ -67,42 +65,17 @@ def test_the_custom_ops_have_consistent_fake_kernels_and_schemas() -> None:
     torch.library.opcheck(fused_rmsnorm.rms_norm_backward, (rand(ROWS, N, seed=3), x, w, rstd))
 
 
-QWEN = [
-    "model.config.hidden_size=64",
-    "model.config.intermediate_size=128",
-    "model.config.num_hidden_layers=2",
-]
-QWEN += ["model.config.num_attention_heads=4", "model.config.num_key_value_heads=2"]
-QWEN += ["model.config.vocab_size=300", "train.precision=auto", "cluster.device=cpu"]
-
-
-def qwen_pair() -> list[nn.Module]:
-    return [
-        build_model(load_recipe("qwen1_5b", [*QWEN, f"train.fused_rmsnorm={on}"])) for on in ("false", "true")
-    ]
-
-
 def test_a_patched_qwen2_model_trains_like_transformers_own() -> None:
-    plain, fused = qwen_pair()
+    plain, fused = qwen_pair("train.fused_rmsnorm")
     assert isinstance(fused, HFCausalLM)
     # two per decoder layer and the final one
     assert fused.fused_rmsnorms == 5 and plain.fused_rmsnorms == 0
     assert sum("forward" in vars(m) for m in fused.modules() if fused_rmsnorm.is_rmsnorm(m)) == 5
-    ids = torch.randint(0, 300, (2, 16), generator=torch.Generator().manual_seed(6))
-    grads = []
-    for model in (plain, fused):
-        loss = model(ids, ids.roll(-1, dims=1))
-        loss.backward()
-        grads.append((loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}))
-    (loss_a, ga), (loss_b, gb) = grads
-    torch.testing.assert_close(loss_b, loss_a)
-    assert ga.keys() == gb.keys() and any("input_layernorm" in n for n in ga)
-    for name in ga:
-        torch.testing.assert_close(gb[name], ga[name], msg=name)
+    assert_trains_alike(plain, fused, "input_layernorm")
 
 
 def test_a_patched_norm_compiles_as_one_graph_with_the_ops_as_calls() -> None:
-    norm = next(m for m in qwen_pair()[1].modules() if fused_rmsnorm.is_rmsnorm(m))
+    norm = next(m for m in qwen_pair("train.fused_rmsnorm")[1].modules() if fused_rmsnorm.is_rmsnorm(m))
     compiled = torch.compile(norm, backend="aot_eager", fullgraph=True)
     x, dy = rand(2, 5, 64, seed=8), rand(2, 5, 64, seed=9)
     grads = []
@@ -130,14 +103,3 @@ def test_norms_it_cannot_run_are_left_alone_and_a_model_without_one_is_refused()
 
 def test_it_is_refused_where_it_does_not_apply() -> None:
     assert_refused("tiny", [], {"train.fused_rmsnorm=true": "needs model.kind hf, not 'gpt2'"})
-
-
-def test_a_gpu_it_cannot_run_on_or_a_missing_quack_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    fused_rmsnorm.require_kernels(torch.device("cpu"))  # the CPU runs the steps in torch ops
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda _d=None: (8, 0))
-    with pytest.raises(RecipeError, match=r"compute capability 9.x or 10.x\), not 8.0"):
-        fused_rmsnorm.require_kernels(torch.device("cuda", 0))
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda _d=None: (9, 0))
-    monkeypatch.setitem(sys.modules, "quack", None)  # import fails as if not installed
-    with pytest.raises(RecipeError, match="needs the quack-kernels package"):
-        fused_rmsnorm.require_kernels(torch.device("cuda", 0))

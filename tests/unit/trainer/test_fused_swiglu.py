@@ -4,12 +4,10 @@ and the refusals."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_refused
+from conftest import TINY_QWEN_SETS, assert_refused, assert_trains_alike, qwen_pair
 from rdmaops_trainer import fused_swiglu
 from rdmaops_trainer.config import RecipeError, load_recipe
 from rdmaops_trainer.models import HFCausalLM, build_model
@@ -56,46 +54,19 @@ def test_the_custom_ops_have_consistent_fake_kernels_and_schemas() -> None:
         torch.library.opcheck(fused_swiglu.swiglu_mlp_backward, (dy, x, w1, w2, pre, cublas))
 
 
-QWEN = [
-    "model.config.hidden_size=64",
-    "model.config.intermediate_size=128",
-    "model.config.num_hidden_layers=2",
-]
-QWEN += ["model.config.num_attention_heads=4", "model.config.num_key_value_heads=2"]
-QWEN += ["model.config.vocab_size=300", "train.precision=auto", "cluster.device=cpu"]
-
-
-def qwen_pair(*sets: str) -> list[nn.Module]:
-    """transformers' own MLP, then the fused one (``sets`` apply to it alone)."""
-    plain = build_model(load_recipe("qwen1_5b", [*QWEN, "train.fused_swiglu=false"]))
-    return [plain, build_model(load_recipe("qwen1_5b", [*QWEN, "train.fused_swiglu=true", *sets]))]
-
-
-def loss_and_grads(model: nn.Module, ids: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    model.zero_grad(set_to_none=True)
-    loss = model(ids, ids.roll(-1, dims=1))
-    loss.backward()
-    return loss.detach(), {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
-
-
 @pytest.mark.parametrize("gemms", ["quack", "cublas"])
 def test_a_patched_qwen2_model_trains_like_transformers_own(gemms: str) -> None:
-    models = qwen_pair(f"train.fused_swiglu_gemms={gemms}")
+    models = qwen_pair("train.fused_swiglu", f"train.fused_swiglu_gemms={gemms}")
     assert isinstance(models[1], HFCausalLM)
     mlps = [m for m in models[1].modules() if fused_swiglu.is_swiglu_mlp(m)]
     assert len(mlps) == 2 and all("forward" in vars(m) for m in mlps)
     assert all(m.swiglu_cublas is (gemms == "cublas") for m in mlps)
     assert not any("forward" in vars(m) for m in models[0].modules() if fused_swiglu.is_swiglu_mlp(m))
-    ids = torch.randint(0, 300, (2, 16), generator=torch.Generator().manual_seed(6))
-    (loss_a, ga), (loss_b, gb) = (loss_and_grads(m, ids) for m in models)
-    torch.testing.assert_close(loss_b, loss_a)
-    assert ga.keys() == gb.keys() and any("gate_proj" in n for n in ga)
-    for name in ga:
-        torch.testing.assert_close(gb[name], ga[name], msg=name)
+    assert_trains_alike(*models, "gate_proj")
 
 
 def test_under_bf16_autocast_it_computes_in_bf16_and_keeps_fp32_weight_gradients() -> None:
-    mlp = next(m for m in qwen_pair()[1].modules() if fused_swiglu.is_swiglu_mlp(m))
+    mlp = next(m for m in qwen_pair("train.fused_swiglu")[1].modules() if fused_swiglu.is_swiglu_mlp(m))
     x = rand(2, 5, 64, seed=8).requires_grad_()
     with torch.autocast("cpu", dtype=torch.bfloat16):
         y = mlp(x)
@@ -106,7 +77,7 @@ def test_under_bf16_autocast_it_computes_in_bf16_and_keeps_fp32_weight_gradients
 
 
 def test_a_patched_mlp_compiles_as_one_graph_with_the_ops_as_calls() -> None:
-    mlp = next(m for m in qwen_pair()[1].modules() if fused_swiglu.is_swiglu_mlp(m))
+    mlp = next(m for m in qwen_pair("train.fused_swiglu")[1].modules() if fused_swiglu.is_swiglu_mlp(m))
     compiled = torch.compile(mlp, backend="aot_eager", fullgraph=True)
     x = rand(2, 5, 64, seed=8)
     grads = []
@@ -125,7 +96,9 @@ def test_a_model_without_a_swiglu_mlp_or_with_unaligned_sizes_is_refused() -> No
         fused_swiglu.patch(gelu)
     with pytest.raises(RecipeError, match=r"hidden size 64, intermediate size 100 and output 64"):
         build_model(
-            load_recipe("qwen1_5b", [*QWEN, "model.config.intermediate_size=100", "train.fused_swiglu=true"])
+            load_recipe(
+                "qwen1_5b", [*TINY_QWEN_SETS, "model.config.intermediate_size=100", "train.fused_swiglu=true"]
+            )
         )
 
 
@@ -143,14 +116,3 @@ def test_it_is_refused_where_it_does_not_apply() -> None:
         ["cluster.device=cuda", "train.fused_swiglu=true"],
         {"train.precision=fp32": "needs bf16 compute on a GPU (quack's GEMMs), not train.precision 'fp32'"},
     )
-
-
-def test_a_gpu_it_cannot_run_on_or_a_missing_quack_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    fused_swiglu.require_kernels(torch.device("cpu"))  # the CPU runs the plan in torch ops
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda _d=None: (8, 0))
-    with pytest.raises(RecipeError, match=r"compute capability 9.x or 10.x\), not 8.0"):
-        fused_swiglu.require_kernels(torch.device("cuda", 0))
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda _d=None: (9, 0))
-    monkeypatch.setitem(sys.modules, "quack", None)  # import fails as if not installed
-    with pytest.raises(RecipeError, match="needs the quack-kernels package"):
-        fused_swiglu.require_kernels(torch.device("cuda", 0))
