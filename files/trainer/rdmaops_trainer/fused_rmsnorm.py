@@ -4,8 +4,9 @@ inductor compiles the backward of each RMSNorm into two kernels: one per row for
 column reduction over all tokens for the weight gradient that reads the incoming gradient and the input a
 second time. In the qwen1_5b profile (2x H200, micro-batch 12, call 44) the two took 36.9 ms of an 1,840 ms
 step, the forward's another 8 or so. quack's RMSNorm backward (``quack-kernels``, CuTe DSL) writes the input
-gradient and per-SM partial weight gradients in one pass over the rows. Measured, it gains nothing there:
-qwen1_5b on 2x H200 ran level with and without it (call 49), so no recipe turns it on.
+gradient and per-SM partial weight gradients in one pass over the rows. Measured, it gains nothing: the
+qwen1_5b rows on 2x H200 ran level with and without it (docs/benchmarks.md, call 49), so no recipe turns it
+on.
 
 The forward and backward are custom ops (``rdmaops::rms_norm``, ``rdmaops::rms_norm_backward``) that
 torch.compile keeps as calls. On the CPU (and any tensor not on CUDA) the same two steps run in torch ops, and
@@ -120,7 +121,7 @@ def is_rmsnorm(module: nn.Module) -> bool:
 def patch(model: nn.Module) -> int:
     """Route every RMSNorm of ``model`` through ``norm``; how many."""
     count = 0
-    for _name, module in model.named_modules():
+    for module in model.modules():
         if is_rmsnorm(module):
             module.forward = types.MethodType(_fused_forward, module)
             count += 1
