@@ -714,34 +714,18 @@ def h100_qwen_runs(
         ),
         ("zero3 2gpu recipe fusedswiglu", [*own, "strategy.name=zero3", *fsw], True),
     ]
-    # the RMSNorm layers through quack's kernels (train.fused_rmsnorm), on the rows above
+    # two levers on the best rows (fused SwiGLU, bf16 reduce; the recipe's micro-batch, 24 and 32): the
+    # RMSNorm layers through quack's kernels (train.fused_rmsnorm, also alone on the recipe), and the fused
+    # MLP's four GEMMs without an epilogue on cuBLAS instead of quack (train.fused_swiglu_gemms)
     fnorm = ["train.fused_rmsnorm=true"]
     m32 = 8 if tiny else 32
-    rows += [
-        ("fsdp2 2gpu recipe fusednorm", [*fs, *fnorm], True),
-        ("fsdp2 2gpu recipe fusedswiglu bf16reduce fusednorm", [*fs, *fsw, *bfr, *fnorm], True),
-        *(
-            (
-                f"fsdp2 2gpu recipe micro{m} fusedswiglu bf16reduce fusednorm",
-                [*fs, *micro(m, 4), *fsw, *bfr, *fnorm],
-                True,
-            )
-            for m in (m24, m32)
-        ),
-    ]
-    # the fused MLP's four GEMMs without an epilogue on cuBLAS instead of quack (train.fused_swiglu_gemms)
-    cub = ["train.fused_swiglu_gemms=cublas"]
-    rows += [
-        ("fsdp2 2gpu recipe fusedswiglu bf16reduce cublasgemm", [*fs, *fsw, *bfr, *cub], True),
-        *(
-            (
-                f"fsdp2 2gpu recipe micro{m} fusedswiglu bf16reduce cublasgemm",
-                [*fs, *micro(m, 4), *fsw, *bfr, *cub],
-                True,
-            )
-            for m in (m24, m32)
-        ),
-    ]
+    best = {"": [], **{f" micro{m}": micro(m, 4) for m in (m24, m32)}}
+    rows.append(("fsdp2 2gpu recipe fusednorm", [*fs, *fnorm], True))
+    for tag, extra in (("fusednorm", fnorm), ("cublasgemm", ["train.fused_swiglu_gemms=cublas"])):
+        rows += [
+            (f"fsdp2 2gpu recipe{mb} fusedswiglu bf16reduce {tag}", [*fs, *sets, *fsw, *bfr, *extra], True)
+            for mb, sets in best.items()
+        ]
     envs = {"fsdp2 2gpu recipe cdtune": {"TORCHINDUCTOR_COORDINATE_DESCENT_TUNING": "1"}}
     # NCCL's kernels hold SMs while the GEMMs of the backward run beside them (the last micro-batch's
     # reduce-scatters): fewer CTAs per collective leave more SMs to the GEMMs. NCCL prints its channels and

@@ -37,15 +37,15 @@ from .fused_loss import compute_dtype
 SILU_TYPES = ("SiLU", "SiLUActivation")
 
 
-def _interleave(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    """``[g0, u0, g1, u1, ...]`` along the last dim: the pre-activation layout of quack's gated GEMMs."""
-    return torch.stack([gate, up], dim=-1).flatten(-2)
+def _interleave(a: torch.Tensor, b: torch.Tensor, dim: int) -> torch.Tensor:
+    """a's and b's slices along ``dim`` in turn (a0, b0, a1, b1, ...): quack's gated layout."""
+    return torch.stack([a, b], dim=dim + 1).flatten(dim, dim + 1)
 
 
 def stack_gate_up(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
     """``w1``: the rows of the gate and up weights (ffn x d each) interleaved, (2 ffn x d). ``x @ w1.T`` is
     then the pre-activation in quack's layout; autograd splits w1's gradient back into the two."""
-    return torch.stack([gate, up], dim=1).flatten(0, 1)
+    return _interleave(gate, up, 0)
 
 
 def _quack() -> Any:
@@ -89,7 +89,7 @@ def swiglu_mlp_backward(
         gate, up = pre[:, 0::2], pre[:, 1::2]
         sig = torch.sigmoid(gate)
         dh = dy @ w2
-        dpre = _interleave(dh * up * sig * (1 + gate * (1 - sig)), dh * gate * sig)
+        dpre = _interleave(dh * up * sig * (1 + gate * (1 - sig)), dh * gate * sig, 1)
         h = gate * sig * up
     dw2 = _mm(dy.T, h, cublas, dynamic_scheduler=True)
     dx = _mm(dpre, w1, cublas, dynamic_scheduler=True)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from . import checkpoint as ckpt
+from . import fused_rmsnorm, fused_swiglu
 from .config import Recipe
 from .data import StepSampler, eval_batches, load_datasets
 from .metrics import MetricsLogger, TrainLog, peak_flops, plot_loss
@@ -79,14 +80,13 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
     vocab = tok.vocab_size if tok is not None else _model_vocab(recipe)
     train_data, eval_data = load_datasets(recipe, tok, vocab)
 
-    if recipe.train.fused_swiglu:
-        from .fused_swiglu import require_kernels
-
-        require_kernels(rt.device)
-    if recipe.train.fused_rmsnorm:
-        from .fused_rmsnorm import require_kernels as require_norm_kernels
-
-        require_norm_kernels(rt.device)
+    # the options on quack's kernels: the package and a GPU they run on, before any model is built
+    for on, require_kernels in (
+        (recipe.train.fused_swiglu, fused_swiglu.require_kernels),
+        (recipe.train.fused_rmsnorm, fused_rmsnorm.require_kernels),
+    ):
+        if on:
+            require_kernels(rt.device)
     where = "meta" if strategy.build_on_meta() else build_device(recipe, rt, strategy, vocab)
     with strategy.init_context():
         model = build_model(recipe, vocab_size=vocab, device=where)
