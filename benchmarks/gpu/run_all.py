@@ -721,7 +721,9 @@ def h100_qwen_runs(
     m32 = 8 if tiny else 32
     best = {"": [], **{f" micro{m}": micro(m, 4) for m in (m24, m32)}}
     rows.append(("fsdp2 2gpu recipe fusednorm", [*fs, *fnorm], True))
-    for tag, extra in (("fusednorm", fnorm), ("cublasgemm", ["train.fused_swiglu_gemms=cublas"])):
+    cublas = ["train.fused_swiglu_gemms=cublas"]
+    levers = {"fusednorm": fnorm, "cublasgemm": cublas, "cublasgemm fusednorm": [*cublas, *fnorm]}
+    for tag, extra in levers.items():
         rows += [
             (f"fsdp2 2gpu recipe{mb} fusedswiglu bf16reduce {tag}", [*fs, *sets, *fsw, *bfr, *extra], True)
             for mb, sets in best.items()
