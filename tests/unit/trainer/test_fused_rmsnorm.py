@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import assert_refused, assert_trains_alike, qwen_pair
-from rdmaops_trainer import fused_rmsnorm
+from rdmaops_trainer import fused_rmsnorm, fused_swiglu
 from rdmaops_trainer.config import RecipeError
 from rdmaops_trainer.models import HFCausalLM
 from torch import nn
@@ -72,6 +72,17 @@ def test_a_patched_qwen2_model_trains_like_transformers_own() -> None:
     assert fused.fused_rmsnorms == 5 and plain.fused_rmsnorms == 0
     assert sum("forward" in vars(m) for m in fused.modules() if fused_rmsnorm.is_rmsnorm(m)) == 5
     assert_trains_alike(plain, fused, "input_layernorm")
+
+
+def test_with_the_fused_mlp_on_cublas_the_model_still_trains_like_transformers_own() -> None:
+    """The setting that reached 60% MFU (docs/benchmarks.md, calls 54-55): both patches on one model."""
+    plain, fused = qwen_pair(
+        "train.fused_rmsnorm", "train.fused_swiglu=true", "train.fused_swiglu_gemms=cublas"
+    )
+    mlps = [m for m in fused.modules() if fused_swiglu.is_swiglu_mlp(m)]
+    assert fused.fused_rmsnorms == 5 and len(mlps) == 2
+    assert all("forward" in vars(m) and m.swiglu_cublas for m in mlps)
+    assert_trains_alike(plain, fused, "gate_proj")
 
 
 def test_a_patched_norm_compiles_as_one_graph_with_the_ops_as_calls() -> None:
