@@ -218,8 +218,9 @@ class TrainConfig:
     # a transformers model's RMSNorm layers (llama, qwen2, qwen3, mistral, ...) through quack's kernels
     # (quack-kernels package, rdmaops_trainer/fused_rmsnorm.py): the backward writes the input gradient and
     # the weight gradient's partial sums in one pass. model.kind hf, a GPU of compute capability 9 or 10; on
-    # a CPU rank the same steps run in torch ops. Level with inductor's kernels for qwen1_5b on 2x H200
-    # (docs/benchmarks.md, call 49): off in every recipe.
+    # a CPU rank the same steps run in torch ops. For qwen1_5b on 2x H200: level with inductor's kernels
+    # (docs/benchmarks.md, call 49), +0.2 to 0.3 MFU points with train.fused_swiglu_gemms cublas at
+    # micro-batch 32 (calls 54-56); off in every recipe.
     fused_rmsnorm: bool = False
     # the CUDA caching allocator's expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set
     # before CUDA starts unless the environment already says): one growing mapping instead of fixed blocks,

@@ -4,9 +4,10 @@ inductor compiles the backward of each RMSNorm into two kernels: one per row for
 column reduction over all tokens for the weight gradient that reads the incoming gradient and the input a
 second time. In the qwen1_5b profile (2x H200, micro-batch 12, call 44) the two took 36.9 ms of an 1,840 ms
 step, the forward's another 8 or so. quack's RMSNorm backward (``quack-kernels``, CuTe DSL) writes the input
-gradient and per-SM partial weight gradients in one pass over the rows. Measured, it gains nothing: the
-qwen1_5b rows on 2x H200 ran level with and without it (docs/benchmarks.md, call 49), so no recipe turns it
-on.
+gradient and per-SM partial weight gradients in one pass over the rows. Measured on 2x H200, the qwen1_5b
+rows ran level with and without it beside quack's plain GEMMs (docs/benchmarks.md, call 49), and 0.2 to 0.3
+MFU points faster beside cuBLAS's at micro-batch 32 (calls 54-56). Small and shown on H200s only: no recipe
+turns it on.
 
 The forward and backward are custom ops (``rdmaops::rms_norm``, ``rdmaops::rms_norm_backward``) that
 torch.compile keeps as calls. On the CPU (and any tensor not on CUDA) the same two steps run in torch ops, and
@@ -16,14 +17,12 @@ weight and the input promote to.
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import torch
 from torch import nn
 
 from . import quack_kernels
-from .config import RecipeError
 
 
 def _quack() -> Any:
@@ -120,17 +119,9 @@ def is_rmsnorm(module: nn.Module) -> bool:
 
 def patch(model: nn.Module) -> int:
     """Route every RMSNorm of ``model`` through ``norm``; how many."""
-    count = 0
-    for module in model.modules():
-        if is_rmsnorm(module):
-            module.forward = types.MethodType(_fused_forward, module)
-            count += 1
-    if not count:
-        raise RecipeError(
-            "train.fused_rmsnorm: true: the model has no RMSNorm (a weight and variance_epsilon, as in "
-            "llama, qwen2, qwen3, mistral) to run through quack (set train.fused_rmsnorm=false)"
-        )
-    return count
+    norms = [m for m in model.modules() if is_rmsnorm(m)]
+    what = "RMSNorm (a weight and variance_epsilon, as in llama, qwen2, qwen3, mistral) to run through quack"
+    return quack_kernels.patch_forwards("train.fused_rmsnorm", norms, _fused_forward, what)
 
 
 def require_kernels(device: torch.device) -> None:

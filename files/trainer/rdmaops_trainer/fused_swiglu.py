@@ -22,7 +22,6 @@ which the tests compare against the model's own MLP.
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import torch
@@ -147,11 +146,9 @@ def is_swiglu_mlp(module: nn.Module) -> bool:
 
 def patch(model: nn.Module, cublas: bool = False) -> int:
     """Route every SwiGLU MLP of ``model`` through ``mlp`` (its plain GEMMs on cuBLAS if ``cublas``); how
-    many. Refuses shapes quack cannot run."""
-    count = 0
-    for name, module in model.named_modules():
-        if not is_swiglu_mlp(module):
-            continue
+    many. Refuses shapes quack cannot run, before any MLP is patched."""
+    mlps = [(name, m) for name, m in model.named_modules() if is_swiglu_mlp(m)]
+    for name, module in mlps:
         gate, down = module.gate_proj, module.down_proj
         # quack's gated GEMM: 16-byte aligned rows of bf16 (d, 2 ffn, d_out multiples of 8, 2 ffn of 16)
         if gate.in_features % 8 or (2 * gate.out_features) % 16 or down.out_features % 8:
@@ -161,14 +158,8 @@ def patch(model: nn.Module, cublas: bool = False) -> int:
                 "train.fused_swiglu=false)"
             )
         module.swiglu_cublas = cublas
-        module.forward = types.MethodType(_fused_forward, module)
-        count += 1
-    if not count:
-        raise RecipeError(
-            "train.fused_swiglu: true: the model has no SwiGLU MLP (bias-free gate_proj, up_proj, down_proj "
-            "with SiLU) to fuse (set train.fused_swiglu=false)"
-        )
-    return count
+    what = "SwiGLU MLP (bias-free gate_proj, up_proj, down_proj with SiLU) to fuse"
+    return quack_kernels.patch_forwards("train.fused_swiglu", [m for _, m in mlps], _fused_forward, what)
 
 
 def require_kernels(device: torch.device) -> None:

@@ -1,12 +1,16 @@
-"""What ``train.fused_swiglu`` and ``train.fused_rmsnorm`` need of the ``quack-kernels`` package: its modules,
-and a GPU its Hopper and Blackwell kernels run on. Both are checked before the first step."""
+"""What ``train.fused_swiglu`` and ``train.fused_rmsnorm`` share: the ``quack-kernels`` package's modules
+and a GPU its Hopper and Blackwell kernels run on (both checked before the first step), and the routing of
+a model's modules through their ops."""
 
 from __future__ import annotations
 
 import importlib
+import types
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch import nn
 
 from .config import RecipeError
 
@@ -35,3 +39,13 @@ def require(option: str, device: torch.device, name: str) -> None:
             f"{major}.{minor} (set {option}=false)"
         )
     module(option, name)
+
+
+def patch_forwards(option: str, modules: list[nn.Module], forward: Callable[..., Any], missing: str) -> int:
+    """Bind ``forward`` as each module's forward; how many. A model with none is refused: it has no
+    ``missing``, what ``option`` looks for."""
+    if not modules:
+        raise RecipeError(f"{option}: true: the model has no {missing} (set {option}=false)")
+    for module in modules:
+        module.forward = types.MethodType(forward, module)
+    return len(modules)

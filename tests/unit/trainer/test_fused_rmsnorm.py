@@ -75,7 +75,7 @@ def test_a_patched_qwen2_model_trains_like_transformers_own() -> None:
 
 
 def test_with_the_fused_mlp_on_cublas_the_model_still_trains_like_transformers_own() -> None:
-    """The setting that reached 60% MFU (docs/benchmarks.md, calls 54-55): both patches on one model."""
+    """The setting that reached 60% MFU (docs/benchmarks.md, calls 54-56): both patches on one model."""
     plain, fused = qwen_pair(
         "train.fused_rmsnorm", "train.fused_swiglu=true", "train.fused_swiglu_gemms=cublas"
     )
