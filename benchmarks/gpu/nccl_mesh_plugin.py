@@ -2,11 +2,12 @@
 
     make -C files/plugin_src && python benchmarks/gpu/nccl_mesh_plugin.py
 
-Two processes share GPU 0 but carry different NCCL_HOSTID values, so NCCL sees two nodes: no P2P or
-SHM, all traffic goes through the network plugin. Each mode is its own pair of processes:
+Two processes (on GPU 0, or one GPU each with --gpus 0,1) carry different NCCL_HOSTID values, so NCCL
+sees two nodes: no P2P or SHM, all traffic goes through the network. Each mode is its own pair of processes:
 
 - mesh: NCCL_NET_PLUGIN=<files/plugin_src/libnccl-net-mesh.so>, NCCL_NET=Mesh, NCCL_MESH_TRANSPORT=tcp
 - socket: NCCL_NET_PLUGIN=none, NCCL_NET=Socket (NCCL's own socket transport, its defaults)
+- socket-tuned: the same with NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4
 
 Both over loopback. Every size is checked (each rank adds rank+1, every element must equal the sum)
 and timed; bus bandwidth as nccl-tests defines it for all_reduce: 2(n-1)/n x bytes / time. The NCCL
@@ -39,6 +40,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+MODES = ("mesh", "socket", "socket-tuned")
+
+
 def mode_env(mode: str, plugin: Path, by_name: bool = False) -> dict[str, str]:
     env = {
         "NCCL_DEBUG": "INFO",
@@ -61,6 +65,8 @@ def mode_env(mode: str, plugin: Path, by_name: bool = False) -> dict[str, str]:
             )
     else:
         env |= {"NCCL_NET_PLUGIN": "none", "NCCL_NET": "Socket"}
+        if mode == "socket-tuned":
+            env |= {"NCCL_SOCKET_NTHREADS": "4", "NCCL_NSOCKS_PERTHREAD": "4"}
     return env
 
 
@@ -102,12 +108,20 @@ def worker(rank: int, port: int, sizes_mib: list[int], iters: int) -> None:
 
 
 def run_mode(
-    mode: str, plugin: Path, sizes: list[int], iters: int, timeout: int, by_name: bool = False
+    mode: str,
+    plugin: Path,
+    sizes: list[int],
+    iters: int,
+    timeout: int,
+    by_name: bool = False,
+    gpus: list[str] | None = None,
 ) -> dict[str, object]:
     port = free_port()
     procs = []
     for rank in range(WORLD):
         env = os.environ | mode_env(mode, plugin, by_name) | {"NCCL_HOSTID": f"mesh-bench-host-{rank}"}
+        if gpus:
+            env["CUDA_VISIBLE_DEVICES"] = gpus[rank % len(gpus)]
         cmd = [sys.executable, __file__, "--worker", str(rank), "--port", str(port), "--iters", str(iters)]
         cmd += ["--sizes", ",".join(map(str, sizes))]
         procs.append(
@@ -154,8 +168,16 @@ def main() -> int:
     ap.add_argument(
         "--rounds", type=int, default=3, help="runs per mode, alternating; the table is the median"
     )
+    ap.add_argument("--modes", default="mesh,socket", help=f"comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--gpus", default="", help="GPU of each rank, comma-separated (default: GPU 0 for both)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
+    modes = [m for m in args.modes.split(",") if m]
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        print(f"unknown mode(s) {bad}: expected some of {', '.join(MODES)}", file=sys.stderr)
+        return 2
+    gpus = [g for g in args.gpus.split(",") if g]
     if args.worker is not None:
         worker(args.worker, args.port, sizes, args.iters)
         return 0
@@ -163,10 +185,10 @@ def main() -> int:
         print(f"{args.plugin} is missing: run make -C files/plugin_src", file=sys.stderr)
         return 2
     ok = True
-    per_mode: dict[str, list[dict[str, dict[str, float | bool]]]] = {"mesh": [], "socket": []}
-    for rnd in range(args.rounds):  # alternate the modes: drift on the machine hits both alike
-        for mode in ("mesh", "socket"):
-            run = run_mode(mode, args.plugin.resolve(), sizes, args.iters, args.timeout, args.by_name)
+    per_mode: dict[str, list[dict[str, dict[str, float | bool]]]] = {m: [] for m in modes}
+    for rnd in range(args.rounds):  # alternate the modes: drift on the machine hits all alike
+        for mode in modes:
+            run = run_mode(mode, args.plugin.resolve(), sizes, args.iters, args.timeout, args.by_name, gpus)
             print(json.dumps({"round": rnd} | {k: v for k, v in run.items() if k != "log_tail"}))
             result, checks = run["result"], run["checks"]
             assert isinstance(checks, dict)
@@ -184,14 +206,16 @@ def main() -> int:
                 print(f"--- {mode}: log tail ---\n{run['log_tail']}", file=sys.stderr)
                 continue
             per_mode[mode].append(result["rows"])
+    # One row per size: the median bus bandwidth of each mode, and mesh against each socket mode.
     table = []
-    if per_mode["mesh"] and per_mode["socket"]:
-        for key in per_mode["mesh"][0]:
-            m = statistics.median(float(r[key]["busbw_GBps"]) for r in per_mode["mesh"])
-            s = statistics.median(float(r[key]["busbw_GBps"]) for r in per_mode["socket"])
-            table.append(
-                {"size": key, "mesh_GBps": m, "socket_GBps": s, "ratio": round(m / s, 2) if s else None}
-            )
+    done = [m for m in modes if per_mode[m]]
+    for key in per_mode[done[0]][0] if done else []:
+        row: dict[str, object] = {"size": key}
+        med = {m: statistics.median(float(r[key]["busbw_GBps"]) for r in per_mode[m]) for m in done}
+        row |= {f"{m}_GBps": v for m, v in med.items()}
+        if "mesh" in med:
+            row |= {f"mesh/{m}": round(med["mesh"] / v, 2) for m, v in med.items() if m != "mesh" and v}
+        table.append(row)
     print(json.dumps({"bench": "nccl_mesh_plugin", "ok": ok, "table": table}))
     return 0 if ok else 1
 
