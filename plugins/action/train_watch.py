@@ -16,8 +16,8 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import train_agent
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_watch import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as train_agent
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import (
     ARGUMENT_SPEC,
     JobWatch,
     agent_argv,

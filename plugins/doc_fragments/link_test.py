@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment:
-    # The options rdma_bandwidth and verify_link share (their argument spec: module_utils/link_test.py).
+    # The options rdma_bandwidth and verify_link share (argument spec: module_utils/verify/link_test.py).
     # A module documents only what differs: its defaults for mode, port and connect_timeout, the test
     # choices, what it requires, and descriptions that say more for that module.
     DOCUMENTATION = r"""

@@ -12,7 +12,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 
 
 def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:

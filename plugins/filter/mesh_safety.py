@@ -1,8 +1,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that keep the data-network role safe (docs: the .yml files beside this one).
 
-The rules live in module_utils/mesh_safety.py (management ports, duplicate nodes, anchored addresses)
-and module_utils/lldp.py (cabling from LLDP); these wrappers only turn their errors into filter errors.
+The rules live in module_utils/mesh/safety.py (management ports, duplicate nodes, anchored addresses)
+and module_utils/mesh/lldp.py (cabling from LLDP); these wrappers only turn their errors into filter errors.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import lldp
-from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addressing as ma
-from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_safety as ms
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import lldp
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import safety as ms
 
 
 def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -2,7 +2,7 @@
 """The NCCL/gloo environment of one node, from the transport, its RDMA ports and its socket interface.
 
 Also the checks the nccl_env role validates its variables with (the rules this filter applies too,
-module_utils/nccl_env_rules.py) and the text of the files the role writes (module_utils/nccl_env_file.py).
+module_utils/nccl/env_rules.py) and the text of the files the role writes (module_utils/nccl/env_file.py).
 Docs of the filters other than nccl_env: the .yml files beside this one.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import nccl_env_file
-from ansible_collections.rdmaops.cluster.plugins.module_utils import nccl_env_rules as rules
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import env_file as nccl_env_file
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import env_rules as rules
 
 DOCUMENTATION = r"""
 name: nccl_env

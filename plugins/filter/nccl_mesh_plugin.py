@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the nccl_mesh_plugin role: the plugin decision and the check of the role's settings.
 
-The rules live in module_utils/nccl_mesh_plugin.py; docs of nccl_mesh_plugin_settings_errors: the .yml
+The rules live in module_utils/nccl/mesh_plugin.py; docs of nccl_mesh_plugin_settings_errors: the .yml
 file beside this one.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import nccl_mesh_plugin as rules
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import mesh_plugin as rules
 
 DOCUMENTATION = r"""
 name: nccl_mesh_plugin

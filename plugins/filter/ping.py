@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that build ping command lines for tasks (docs: the .yml files beside this one).
 
-The command line is module_utils/ping.py's, the one the modules use, so a task that runs ping with
+The command line is module_utils/mesh/ping.py's, the one the modules use, so a task that runs ping with
 ansible.builtin.command pings the same way.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import ping
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import ping
 
 
 def ping_argv(

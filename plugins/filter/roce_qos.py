@@ -7,8 +7,8 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import roce_qos as rq
-from ansible_collections.rdmaops.cluster.plugins.module_utils import switch_qos as sq
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as rq
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
 
 
 def roce_qos_errors(value: Any, name: str = "roce_qos") -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import site_stamp
+from ansible_collections.rdmaops.cluster.plugins.module_utils.site import stamp as site_stamp
 
 
 def inventory_digest(hostvars: Any, hosts: Any, code: str) -> str:

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the slurm role (docs: the .yml files beside this one); the logic is in module_utils/slurm.py."""
+"""Filters of the slurm role (docs: the .yml files beside this one); logic: module_utils/slurm/config.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import slurm
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import config as slurm
 
 
 def slurm_inventory_errors(

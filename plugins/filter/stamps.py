@@ -8,7 +8,7 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import stamps
+from ansible_collections.rdmaops.cluster.plugins.module_utils.site import digests as stamps
 
 
 def tree_digest(tree: Any) -> str:

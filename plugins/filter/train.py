@@ -7,12 +7,12 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_launch import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import (
     LaunchError,
     launch_plan,
     merge_overrides,
 )
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight import preflight_report
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import preflight_report
 
 
 def train_launch_plan(resolved: Any, hosts: Any, addresses: Any, **kwargs: Any) -> Any:

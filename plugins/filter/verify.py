@@ -13,13 +13,11 @@ from typing import Any
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import (
-    ping,
-    verify_parse,
-    verify_plan,
-    verify_qos,
-)
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_thresholds import thresholds
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import ping
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import parse as verify_parse
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import plan as verify_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
 
 
 def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:

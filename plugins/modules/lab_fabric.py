@@ -105,9 +105,9 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_fabric import Fabric
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import Host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError, make_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.fabric import Fabric
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError, make_plan
 
 
 def main() -> None:

@@ -96,9 +96,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import Host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_rootfs import write_root_file
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.rootfs import write_root_file
 
 
 def main() -> None:

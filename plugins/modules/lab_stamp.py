@@ -84,10 +84,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import lab_stamp
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import INSTANCE_ARGS, Host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
-from ansible_collections.rdmaops.cluster.plugins.module_utils.site_stamp import write_if_changed
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import stamp as lab_stamp
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import INSTANCE_ARGS, Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.site.stamp import write_if_changed
 
 
 def main() -> None:

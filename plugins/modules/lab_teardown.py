@@ -70,9 +70,9 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import INSTANCE_ARGS, Host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_teardown import teardown
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import INSTANCE_ARGS, Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.teardown import teardown
 
 
 def main() -> None:

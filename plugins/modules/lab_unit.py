@@ -81,8 +81,8 @@ pid:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_host import Host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab_plan import LabError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError
 
 
 def main() -> None:

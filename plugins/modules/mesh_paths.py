@@ -94,7 +94,7 @@ failed_paths:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import path_probe
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import path_probe
 
 
 def main() -> None:

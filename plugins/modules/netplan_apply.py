@@ -133,7 +133,7 @@ import signal
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.netplan_apply import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.netplan_apply import (
     ApplyError,
     parse_expect,
     parse_targets,

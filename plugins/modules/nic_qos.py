@@ -79,7 +79,7 @@ unsupported:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import dcb
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import dcb
 
 
 def _read(module: AnsibleModule, dev: str) -> dcb.PortDcb:

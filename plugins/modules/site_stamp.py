@@ -101,7 +101,7 @@ watched:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import site_stamp
+from ansible_collections.rdmaops.cluster.plugins.module_utils.site import stamp as site_stamp
 
 
 def _counts(watch: dict) -> dict[str, int]:

@@ -98,8 +98,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.netplan_apply import read_file
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.netplan_apply import read_file
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.config import (
     SlurmError,
     cgroup_usable,
     count_gpus,

@@ -248,9 +248,9 @@ seconds:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import roce_qos as rq
-from ansible_collections.rdmaops.cluster.plugins.module_utils import switch_qos as sq
-from ansible_collections.rdmaops.cluster.plugins.module_utils.netconf_qos import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as rq
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf import (
     NetconfQosError,
     Plan,
     Target,

@@ -151,10 +151,10 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl_env_file import parse as parse_env_file
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_agent import parse_show
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_launch import LaunchError, unit_name
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.env_file import parse as parse_env_file
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.agent import parse_show
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import LaunchError, unit_name
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import (
     VERSION_PROBE,
     checkpoints,
     fingerprint,
@@ -163,7 +163,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight im
     node_listening_ports,
     parse_ifnames,
 )
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_unit import SHOW_ARGS
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.unit import SHOW_ARGS
 
 
 def main() -> None:

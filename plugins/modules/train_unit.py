@@ -148,19 +148,19 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_agent import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.agent import (
     last_records,
     parse_show,
     tail,
     unit_phase,
 )
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_launch import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import (
     LaunchError,
     command_line,
     unit_name,
 )
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_preflight import node_listening_ports
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_unit import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import node_listening_ports
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.unit import (
     SHOW_ARGS,
     systemd_run_argv,
 )

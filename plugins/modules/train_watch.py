@@ -145,7 +145,7 @@ job:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train_watch import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import ARGUMENT_SPEC
 
 
 def main() -> None:

@@ -128,7 +128,7 @@ launch:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.trainer_recipe import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import (
     RecipeResolveError,
     resolve,
 )

@@ -123,7 +123,8 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import bandwidth, link_test, ping
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import ping
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import bandwidth, link_test
 
 
 def _tx_bytes(sysfs_root: str, interface: str) -> int | None:

@@ -134,9 +134,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import verify_report as vr
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_plan import VerifyError
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify_thresholds import thresholds
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
 
 
 def main() -> None:

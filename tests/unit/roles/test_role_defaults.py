@@ -11,7 +11,7 @@ import jinja2
 import pytest
 import yaml
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils import mesh_addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLES = ["mesh_network", "nccl_env", "verify", "python_env", "nccl_mesh_plugin"]

@@ -1,4 +1,4 @@
-"""The safety filters wrap module_utils/mesh_safety.py and lldp.py; their errors become filter errors."""
+"""The safety filters wrap module_utils/mesh/safety.py and lldp.py; their errors become filter errors."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdmaops.cluster.plugins.filter.nccl_env import FilterModule, nccl_env
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma_sysfs import read_ports
+from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.sysfs import read_ports
 
 SYSFS = Path(__file__).resolve().parents[2] / "fixtures" / "sysfs"
 # The filter has no defaults for these (the nccl_env role owns them); the tests pass the role's values.

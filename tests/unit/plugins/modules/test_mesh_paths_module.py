@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from typing import Any
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.rdmaops.cluster.plugins.modules import mesh_paths
 
-
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], **args: Any) -> dict:
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    with pytest.raises(SystemExit):
-        mesh_paths.main()
-    return json.loads(capsys.readouterr().out)
+from ..conftest import RunModule
 
 
 def _check(expected_dev: str) -> dict[str, Any]:
@@ -27,10 +18,8 @@ def _check(expected_dev: str) -> dict[str, Any]:
 
 # `make deps` installs iproute2 and iputils-ping on the test host.
 @pytest.mark.skipif(shutil.which("ip") is None or shutil.which("ping") is None, reason="needs ip and ping")
-def test_loopback_paths_in_check_mode(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run(monkeypatch, capsys, checks=[_check("lo"), _check("mesh0")], wait_s=1, _ansible_check_mode=True)
+def test_loopback_paths_in_check_mode(run_module: RunModule) -> None:
+    out = run_module(mesh_paths, checks=[_check("lo"), _check("mesh0")], wait_s=1, _ansible_check_mode=True)
     assert out["changed"] is False and out["failed_paths"] == 1
     good, bad = out["results"]
     assert good["ok"] and good["dev"] == "lo" and good["ping_ok"]
@@ -46,8 +35,6 @@ def test_loopback_paths_in_check_mode(
         ({"checks": [{"dst": "node2"}]}, "lacks kind, address, expected_dev, size"),
     ],
 )
-def test_bad_input_is_named(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: dict[str, Any], named: str
-) -> None:
-    out = run(monkeypatch, capsys, **args)
+def test_bad_input_is_named(run_module: RunModule, args: dict[str, Any], named: str) -> None:
+    out = run_module(mesh_paths, **args)
     assert out["failed"] is True and named in out["msg"]

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
-
-import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.rdmaops.cluster.plugins.modules import rdma_port_info
+
+from ..conftest import RunModule
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sysfs"
 
 
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], **args: Any) -> dict:
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    with pytest.raises(SystemExit):
-        rdma_port_info.main()
-    return json.loads(capsys.readouterr().out)
-
-
-def test_reports_ports(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    out = run(monkeypatch, capsys, sysfs_root=str(FIXTURES / "mlx5_roce"))
+def test_reports_ports(run_module: RunModule) -> None:
+    out = run_module(rdma_port_info, sysfs_root=str(FIXTURES / "mlx5_roce"))
     assert out["changed"] is False and not out.get("failed")
     assert out["rdma_available"] is True
     assert out["rdma_devices"] == ["mlx5_0", "mlx5_1"]
@@ -32,10 +20,8 @@ def test_reports_ports(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFi
     assert out["rdma_ports"][0]["roce_v2_ipv4_gid_index"] == 3
 
 
-def test_require_active_lists_every_bad_port(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run(monkeypatch, capsys, sysfs_root=str(FIXTURES / "mlx5_roce"), require_active=True)
+def test_require_active_lists_every_bad_port(run_module: RunModule) -> None:
+    out = run_module(rdma_port_info, sysfs_root=str(FIXTURES / "mlx5_roce"), require_active=True)
     assert out["failed"] is True
     assert out["msg"] == (
         "RDMA ports not active: mlx5_1/1: state DOWN, phys_state Disabled"
@@ -44,12 +30,9 @@ def test_require_active_lists_every_bad_port(
     assert len(out["rdma_ports"]) == 2
 
 
-def test_device_filter_and_required_list(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run(
-        monkeypatch,
-        capsys,
+def test_device_filter_and_required_list(run_module: RunModule) -> None:
+    out = run_module(
+        rdma_port_info,
         sysfs_root=str(FIXTURES / "mlx5_roce"),
         devices=["mlx5_0"],
         require_active=["mlx5_0/1"],
@@ -58,15 +41,13 @@ def test_device_filter_and_required_list(
     assert [p["name"] for p in out["rdma_ports"]] == ["mlx5_0/1"]
 
 
-def test_no_rdma_device(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    out = run(monkeypatch, capsys, sysfs_root=str(tmp_path))
+def test_no_rdma_device(run_module: RunModule, tmp_path: Path) -> None:
+    out = run_module(rdma_port_info, sysfs_root=str(tmp_path))
     assert out["rdma_available"] is False and out["rdma_ports"] == []
-    out = run(monkeypatch, capsys, sysfs_root=str(tmp_path), require_active=True)
+    out = run_module(rdma_port_info, sysfs_root=str(tmp_path), require_active=True)
     assert out["failed"] is True and "no RDMA device found" in out["msg"]
 
 
-def test_bad_require_active(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    out = run(monkeypatch, capsys, sysfs_root=str(FIXTURES / "mlx5_roce"), require_active={"a": 1})
+def test_bad_require_active(run_module: RunModule) -> None:
+    out = run_module(rdma_port_info, sysfs_root=str(FIXTURES / "mlx5_roce"), require_active={"a": 1})
     assert out["failed"] is True and "require_active must be" in out["msg"]

@@ -7,50 +7,37 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.rdmaops.cluster.plugins.filter.site import FilterModule
 from ansible_collections.rdmaops.cluster.plugins.modules import site_stamp
 
-
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], **args: Any) -> dict:
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    with pytest.raises(SystemExit):
-        site_stamp.main()
-    return json.loads(capsys.readouterr().out)
+from ..conftest import RunModule
 
 
-def test_record_then_check_then_a_change(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
+def test_record_then_check_then_a_change(run_module: RunModule, tmp_path: Path) -> None:
     conf = tmp_path / "nccl.conf"
     conf.write_text("NCCL_IB_DISABLE=1\n")
     stamp = tmp_path / "state" / "site-stamp.json"
     watch = {"nccl_env": {"files": [str(conf)]}}
     args = {"path": str(stamp), "digest": "d1", "watch": watch}
 
-    out = run(monkeypatch, capsys, state="present", _ansible_check_mode=True, **args)
+    out = run_module(site_stamp, state="present", _ansible_check_mode=True, **args)
     assert out["changed"] is True and not stamp.exists()
-    out = run(monkeypatch, capsys, state="present", **args)
+    out = run_module(site_stamp, state="present", **args)
     assert out["changed"] is True and json.loads(stamp.read_text())["digest"] == "d1"
     assert out["watched"]["files"] == 1
-    assert run(monkeypatch, capsys, state="present", **args)["changed"] is False
+    assert run_module(site_stamp, state="present", **args)["changed"] is False
 
-    out = run(monkeypatch, capsys, path=str(stamp), digest="d1")
+    out = run_module(site_stamp, path=str(stamp), digest="d1")
     assert out == {**out, "changed": False, "current": True, "reasons": []}
     conf.write_text("NCCL_IB_DISABLE=0\n")
-    out = run(monkeypatch, capsys, path=str(stamp), digest="d1")
+    out = run_module(site_stamp, path=str(stamp), digest="d1")
     assert out["current"] is False and out["reasons"] == [f"nccl_env: {conf} changed"]
 
 
-def test_bad_watch_is_named(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    out = run(
-        monkeypatch,
-        capsys,
+def test_bad_watch_is_named(run_module: RunModule, tmp_path: Path) -> None:
+    out = run_module(
+        site_stamp,
         state="present",
         path=str(tmp_path / "s"),
         digest="d",

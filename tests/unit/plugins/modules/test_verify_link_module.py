@@ -2,27 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import socket
 import subprocess
-from typing import Any
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.rdmaops.cluster.plugins.modules import verify_link
 
+from ..conftest import RunModule
+
 pytestmark = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 is not installed (make deps)")
-
-
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], **args: Any) -> dict:
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    with pytest.raises(SystemExit):
-        verify_link.main()
-    return json.loads(capsys.readouterr().out)
 
 
 def free_port() -> int:
@@ -31,15 +21,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_measures_bandwidth_and_counts_the_port(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_measures_bandwidth_and_counts_the_port(run_module: RunModule) -> None:
     port = free_port()
     server = subprocess.Popen(["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL)
     try:
-        out = run(
-            monkeypatch,
-            capsys,
+        out = run_module(
+            verify_link,
             server="127.0.0.1",
             port=port,
             interface="lo",
@@ -60,12 +47,9 @@ def test_measures_bandwidth_and_counts_the_port(
     assert out["command"][:3] == ["iperf3", "-c", "127.0.0.1"]
 
 
-def test_unreachable_server_is_an_error_not_a_crash(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run(
-        monkeypatch,
-        capsys,
+def test_unreachable_server_is_an_error_not_a_crash(run_module: RunModule) -> None:
+    out = run_module(
+        verify_link,
         server="127.0.0.1",
         port=free_port(),
         interface="lo",
@@ -76,13 +60,11 @@ def test_unreachable_server_is_an_error_not_a_crash(
     assert out["gbps"] is None and "iperf3 client failed" in out["error"]
 
 
-def test_bad_arguments(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    out = run(monkeypatch, capsys, server="127.0.0.1", interface="lo", duration=0)
+def test_bad_arguments(run_module: RunModule) -> None:
+    out = run_module(verify_link, server="127.0.0.1", interface="lo", duration=0)
     assert out["failed"] is True and out["msg"] == "duration must be a positive integer, got 0"
 
 
-def test_check_mode_measures_nothing(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = run(monkeypatch, capsys, server="192.0.2.1", interface="lo", _ansible_check_mode=True)
+def test_check_mode_measures_nothing(run_module: RunModule) -> None:
+    out = run_module(verify_link, server="192.0.2.1", interface="lo", _ansible_check_mode=True)
     assert out["gbps"] is None and out["error"] is None and out["command"][0] == "iperf3"

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.rdmaops.cluster.plugins.modules import verify_report
 
-
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], **args: Any) -> dict:
-    monkeypatch.setattr(basic, "_ANSIBLE_ARGS", to_bytes(json.dumps({"ANSIBLE_MODULE_ARGS": args})))
-    monkeypatch.setattr(basic, "_ANSIBLE_PROFILE", "legacy", raising=False)
-    with pytest.raises(SystemExit):
-        verify_report.main()
-    return json.loads(capsys.readouterr().out)
-
+from ..conftest import RunModule
 
 ROWS = [
     {"client": "n1", "server": "n2", "label": "n1:d1 -> n2:d0", "gbps": 0.2, "line_rate_gbps": 10},
@@ -27,12 +16,9 @@ ROWS = [
 ]
 
 
-def test_check_mode_judges_without_writing(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    out = run(
-        monkeypatch,
-        capsys,
+def test_check_mode_judges_without_writing(run_module: RunModule, tmp_path: Path) -> None:
+    out = run_module(
+        verify_report,
         dest=str(tmp_path),
         name="r1",
         hosts=["n1", "n2"],
@@ -45,10 +31,8 @@ def test_check_mode_judges_without_writing(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_writes_report(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    out = run(monkeypatch, capsys, dest=str(tmp_path), hosts=["n1", "n2"], measurements=ROWS[1:])
+def test_writes_report(run_module: RunModule, tmp_path: Path) -> None:
+    out = run_module(verify_report, dest=str(tmp_path), hosts=["n1", "n2"], measurements=ROWS[1:])
     assert out["changed"] is True and out["passed"] is True
     assert Path(out["paths"]["heatmap"]).stat().st_size > 0
     assert (tmp_path / "latest" / "report.json").exists()
@@ -65,12 +49,11 @@ def test_writes_report(
     ],
 )
 def test_bad_input(
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
+    run_module: RunModule,
     tmp_path: Path,
     args: dict,
     message: str,
 ) -> None:
-    out = run(monkeypatch, capsys, dest=str(tmp_path), hosts=["n1", "n2"], **args)
+    out = run_module(verify_report, dest=str(tmp_path), hosts=["n1", "n2"], **args)
     assert out["failed"] is True and message in out["msg"]
     assert list(tmp_path.iterdir()) == []

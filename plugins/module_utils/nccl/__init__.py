@@ -1,0 +1,5 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A node's NCCL/gloo environment: the rules for its inputs (``env_rules``), the file format that
+carries it (``env_file``), and whether the Mesh NCCL net plugin or NCCL's own routing serves the fabric
+(``mesh_plugin``). Used by the nccl_env and nccl_mesh_plugin roles and by verify.yml.
+"""

@@ -1,0 +1,42 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The rules for the inputs of a node's NCCL/gloo environment, one function each.
+
+Each returns a list of messages (empty when the value is fine) and takes ``name``, what the
+message calls the value: the nccl_env role's validate step passes its variable names, the
+rdmaops.cluster.nccl_env filter its own words; both get the same rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.roce import RANGES, integer_errors
+
+TRANSPORTS = ("rdma", "tcp")
+# Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no blanks or slashes.
+_IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
+
+
+def _shown(value: Any) -> str:
+    # str(): a plain str, so an Ansible-tagged string reads like any other in the message.
+    return repr(str(value)) if isinstance(value, str) else repr(value)
+
+
+def transport_errors(transport: Any, name: str) -> list[str]:
+    """The transport is rdma or tcp."""
+    if isinstance(transport, str) and transport in TRANSPORTS:
+        return []
+    return [f"{name} must be 'rdma' or 'tcp', got {_shown(transport)}"]
+
+
+def socket_ifname_errors(ifname: Any, name: str) -> list[str]:
+    """The socket interface is a valid Linux interface name."""
+    if ifname and _IFNAME.fullmatch(str(ifname)):
+        return []
+    return [f"{name} {_shown(ifname)} is not a valid interface name"]
+
+
+def dscp_errors(dscp: Any, name: str) -> list[str]:
+    """DSCP is a whole number (an integer, or a string of digits) in 0..63: roce_qos's rule."""
+    return integer_errors(dscp, name, *RANGES["dscp"])

@@ -1,0 +1,6 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""train.yml: recipes read through the trainer's own code (``recipe``), the preflight report
+(``preflight``), what each node starts (``launch``, ``unit``), and the watcher: the agent that runs on each
+node (``agent``, sent as source over SSH, so it imports nothing from this collection) and the verdicts made on
+the controller (``watch``).
+"""

@@ -1,0 +1,150 @@
+"""Lab naming, addresses, MACs, mesh ports and link aliases (plugins/module_utils/lab/plan.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import plan as lab_plan
+
+
+def nodes(n: int) -> list[str]:
+    return lab_plan.node_names("node", n)
+
+
+def test_mesh_ports_cover_every_peer_once() -> None:
+    plan = lab_plan.make_plan("lab", nodes(5), "mesh", "10.99.0.0/24")
+    assert len(plan.links) == 10
+    for node in plan.nodes:
+        peers = set(nodes(5)) - {node.name}
+        assert set(node.ports) == peers
+        assert sorted(node.ports.values()) == [f"data{i}" for i in range(4)]
+    for link in plan.links:
+        by = {n.name: n for n in plan.nodes}
+        assert by[link.a].ports[link.b] == link.a_if
+        assert by[link.b].ports[link.a] == link.b_if
+
+
+def test_mesh_ports_do_not_change_when_nodes_are_appended() -> None:
+    small = lab_plan.make_plan("lab", nodes(3), "mesh", "10.99.0.0/24")
+    big = lab_plan.make_plan("lab", nodes(8), "mesh", "10.99.0.0/24")
+    for before, after in zip(small.nodes, big.nodes, strict=False):
+        assert {p: after.ports[p] for p in before.ports} == before.ports
+        assert {i: after.macs[i] for i in before.macs} == before.macs
+        assert (before.mgmt_ip, before.mgmt_mac) == (after.mgmt_ip, after.mgmt_mac)
+
+
+def test_mesh_port_scheme() -> None:
+    assert [lab_plan.mesh_port(1, j) for j in (2, 3, 4)] == ["data0", "data1", "data2"]
+    assert [lab_plan.mesh_port(3, j) for j in (1, 2, 4)] == ["data0", "data1", "data2"]
+    with pytest.raises(lab_plan.LabError, match="node indices 2 and 2"):
+        lab_plan.mesh_port(2, 2)
+
+
+def test_switched_plan_has_one_fabric_port() -> None:
+    plan = lab_plan.make_plan("mol", nodes(3), "switched", "10.98.0.0/24")
+    assert plan.links == []
+    assert all(n.ports == {"fabric": "data0"} and list(n.macs) == ["data0"] for n in plan.nodes)
+    assert plan.as_dict()["fabric_bridge"] == "mol-dbr"
+
+
+def test_management_addresses() -> None:
+    plan = lab_plan.make_plan("lab", nodes(3), "mesh", "10.99.0.0/24")
+    assert plan.mgmt_host_ip == "10.99.0.1"
+    assert [n.mgmt_ip for n in plan.nodes] == ["10.99.0.11", "10.99.0.12", "10.99.0.13"]
+    assert [n.netns for n in plan.nodes] == ["lab-node1", "lab-node2", "lab-node3"]
+    assert [n.mgmt_host_if for n in plan.nodes] == ["lab-m1", "lab-m2", "lab-m3"]
+
+
+@pytest.mark.parametrize(
+    ("cidr", "count", "message"),
+    [
+        ("10.99.0.1/24", 3, "'10.99.0.1/24' is not an IPv4 network"),
+        ("10.99.0.0/33", 3, "'10.99.0.0/33' is not an IPv4 network"),
+        ("fd00::/64", 3, "'fd00::/64' is not an IPv4 network"),
+        ("10.99.0.0/28", 5, "10.99.0.0/28 has no room for 5 nodes"),
+    ],
+)
+def test_bad_management_cidr(cidr: str, count: int, message: str) -> None:
+    with pytest.raises(lab_plan.LabError, match=message):
+        lab_plan.make_plan("lab", nodes(count), "mesh", cidr)
+
+
+@pytest.mark.parametrize("name", ["", "Lab", "lab-x", "1lab", "abcdefghijk", "la b"])
+def test_bad_lab_names(name: str) -> None:
+    with pytest.raises(lab_plan.LabError, match="lab name"):
+        lab_plan.make_plan(name, nodes(2), "mesh", "10.99.0.0/24")
+
+
+def test_bad_topology_and_counts() -> None:
+    with pytest.raises(lab_plan.LabError, match="topology 'ring'"):
+        lab_plan.make_plan("lab", nodes(2), "ring", "10.99.0.0/24")
+    with pytest.raises(lab_plan.LabError, match="node count 0"):
+        lab_plan.node_names("node", 0)
+    with pytest.raises(lab_plan.LabError, match="node count 33"):
+        lab_plan.node_names("node", 33)
+    with pytest.raises(lab_plan.LabError, match="not unique"):
+        lab_plan.make_plan("lab", ["a", "a"], "mesh", "10.99.0.0/24")
+
+
+def test_host_interface_names_fit_the_kernel_limit() -> None:
+    plan = lab_plan.make_plan("abcdefghij", nodes(32), "switched", "10.0.0.0/16")
+    names = [n.mgmt_host_if for n in plan.nodes] + [lab_plan.fabric_host_ifname("abcdefghij", 32)]
+    assert max(len(x) for x in names) <= lab_plan.IFNAMSIZ
+    with pytest.raises(lab_plan.LabError, match="longer than"):
+        lab_plan.mgmt_host_ifname("abcdefghij", 1000)
+
+
+def test_macs_are_stable_unique_and_locally_administered() -> None:
+    plan = lab_plan.make_plan("lab", nodes(8), "mesh", "10.99.0.0/24")
+    macs = [m for n in plan.nodes for m in [n.mgmt_mac, n.mgmt_host_mac, *n.macs.values()]]
+    assert len(set(macs)) == len(macs)
+    for mac in macs:
+        first = int(mac.split(":")[0], 16)
+        assert first & 0x02 and not first & 0x01
+    assert lab_plan.stable_mac("lab", "node1", "data0") == lab_plan.stable_mac("lab", "node1", "data0")
+    assert lab_plan.stable_mac("lab", "node1", "data0") != lab_plan.stable_mac("mol", "node1", "data0")
+
+
+def test_instance_prefixes_never_overlap() -> None:
+    # '<lab>-' is the ownership test for netns and links; names without '-' keep it exclusive.
+    names = ["lab", "lab2", "mol", "l"]
+    for a, b in itertools.permutations(names, 2):
+        plan_b = lab_plan.make_plan(b, nodes(3), "switched", "10.99.0.0/24")
+        own_b = (
+            [n.netns for n in plan_b.nodes]
+            + [n.mgmt_host_if for n in plan_b.nodes]
+            + [lab_plan.mgmt_bridge(b)]
+        )
+        assert not any(x.startswith(a + "-") for x in own_b)
+
+
+def test_host_link_owner() -> None:
+    assert lab_plan.node_of_host_link("lab", {"ifalias": "lab:mgmt:node4"}) == "node4"
+    assert lab_plan.node_of_host_link("lab", {"ifalias": "lab:fabric:node2:data0"}) == "node2"
+    assert lab_plan.node_of_host_link("lab", {"ifalias": "mol:mgmt:node4"}) is None
+    assert lab_plan.node_of_host_link("lab", {}) is None
+
+
+def test_switches_get_a_management_port_only_at_a_fixed_address() -> None:
+    plan = lab_plan.make_plan("lab", nodes(3), "mesh", "10.99.0.0/24", ["sw1"])
+    sw = [n for n in plan.nodes if n.role == "switch"]
+    assert [(s.name, s.mgmt_ip, s.ports, s.macs) for s in sw] == [("sw1", "10.99.0.111", {}, {})]
+    assert all(sw[0].name not in (link.a, link.b) for link in plan.links)
+    grown = lab_plan.make_plan("lab", nodes(5), "switched", "10.99.0.0/24", ["sw1"])
+    assert [n.mgmt_ip for n in grown.nodes if n.role == "switch"] == ["10.99.0.111"]
+    assert [n.name for n in grown.nodes if n.ports] == nodes(5)
+
+
+@pytest.mark.parametrize(
+    "switches,cidr,message",
+    [
+        (["node1"], "10.99.0.0/24", "node and switch names are not unique"),
+        (["Sw1"], "10.99.0.0/24", "switch name 'Sw1' is invalid"),
+        (["sw1"], "10.99.0.0/26", "has no room for switches at .111+"),
+    ],
+)
+def test_bad_switches_are_refused(switches: list[str], cidr: str, message: str) -> None:
+    with pytest.raises(lab_plan.LabError, match=message):
+        lab_plan.make_plan("lab", nodes(3), "mesh", cidr, switches)

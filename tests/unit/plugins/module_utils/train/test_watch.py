@@ -1,0 +1,298 @@
+"""train.yml's watcher: verdicts from the agents' lines, failure causes from real torchrun output, progress
+and
+summary lines, the SSH command per node (module_utils/train_watch, train_agent)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as ta
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch as tw
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+RUNNING = {"LoadState": "loaded", "ActiveState": "active", "SubState": "running", "Result": "success"}
+FAILED = {
+    "LoadState": "loaded",
+    "ActiveState": "failed",
+    "SubState": "failed",
+    "Result": "exit-code",
+    "ExecMainCode": "1",
+    "ExecMainStatus": "1",
+}
+DONE = {
+    "LoadState": "loaded",
+    "ActiveState": "active",
+    "SubState": "exited",
+    "Result": "success",
+    "ExecMainStatus": "0",
+}
+
+
+def watch(**kw: float) -> tw.JobWatch:
+    args = {
+        "total_steps": 100,
+        "started": 1000.0,
+        "stall_timeout": 60.0,
+        "startup_timeout": 300.0,
+        "lost_timeout": 20.0,
+    }
+    args.update(kw)
+    return tw.JobWatch("tiny", ["node1", "node2", "node3"], **args)  # type: ignore[arg-type]
+
+
+def feed_all(w: tw.JobWatch, unit: dict, now: float, **line: object) -> None:
+    for n in w.nodes:
+        w.feed(n, {"phase": ta.unit_phase(unit), "unit": unit, **line}, now)
+
+
+def test_unit_phases_from_systemctl_show() -> None:
+    text = "Id=x\nLoadState=loaded\nActiveState=active\nSubState=exited\nResult=success\nExecMainStatus=0\n"
+    assert ta.parse_show(text)["SubState"] == "exited"
+    assert ta.unit_phase(ta.parse_show(text)) == "succeeded"
+    assert ta.unit_phase(RUNNING) == "running"
+    assert ta.unit_phase(FAILED) == "failed"
+    assert (
+        ta.unit_phase({"LoadState": "not-found", "ActiveState": "inactive", "Result": "success"}) == "absent"
+    )
+    assert ta.unit_phase({**DONE, "ExecMainStatus": "2"}) == "failed"
+
+
+def test_success_on_every_node_gives_the_summary() -> None:
+    w = watch()
+    feed_all(w, RUNNING, 1100, metrics=[])
+    w.feed(
+        "node1",
+        {
+            "phase": "running",
+            "unit": RUNNING,
+            "metrics": [
+                {"event": "start", "time": 1002},
+                {"event": "train", "step": 10, "loss": 4.0, "tokens_per_s": 9000, "time": 1010},
+                {"event": "eval", "step": 50, "eval_loss": 3.1},
+                {"event": "eval", "step": 100, "eval_loss": 3.2},
+                {"event": "train", "step": 100, "loss": 2.5, "tokens_per_s": 12000, "time": 1100},
+                {"event": "end", "step": 100, "loss": 2.5, "eval_loss": 3.2},
+            ],
+        },
+        1101,
+    )
+    assert w.decide(1101) is None  # still running on the others
+    feed_all(w, DONE, 1105)
+    out = w.decide(1105)
+    assert out is not None and out.status == "succeeded"
+    assert out.message == (
+        "job tiny finished: step 100, final loss 2.5000, final eval loss 3.2000, best eval loss 3.1000, "
+        "12.0k tok/s, wall time 1m45s"
+    )
+
+
+def test_the_earliest_failure_is_named_with_its_rank_and_signal() -> None:
+    tail = (FIXTURES / "torchrun" / "root_cause_sigkill.txt").read_text().splitlines()
+    w = watch()
+    feed_all(w, RUNNING, 1001)
+    w.feed(
+        "node3",
+        {
+            "phase": "failed",
+            "unit": FAILED,
+            "exited_at": 1050.5,
+            "log_tail": ["RuntimeError: Connection closed by peer"],
+        },
+        1051,
+    )
+    w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.0, "log_tail": tail}, 1051)
+    assert w.decide(1051) is None  # node1 still runs: the failure grace (5 s) first
+    out = w.decide(1056)
+    assert out is not None and out.status == "failed"
+    assert out.node == "node2" and out.node_rank == 1 and out.rank == 1
+    assert out.message == (
+        "job tiny failed on node2 (node rank 1, rank 1): killed by signal 9 (SIGKILL); then also on node3"
+    )
+    assert out.log_tail == tail
+
+
+def test_failure_causes_from_the_trainer_and_from_python() -> None:
+    assert tw.failure_cause(["python -m rdmaops_trainer: error: data.path /x does not exist"], FAILED)[
+        "why"
+    ] == ("data.path /x does not exist")
+    assert (
+        tw.failure_cause(
+            ["Traceback (most recent call last):", "RuntimeError: Connection closed by peer"], FAILED
+        )["why"]
+        == "RuntimeError: Connection closed by peer"
+    )
+    assert tw.failure_cause([], FAILED)["why"] == "unit exit-code, exit status 1"
+
+
+def test_no_progress_for_the_stall_timeout_is_a_hang() -> None:
+    w = watch()
+    feed_all(w, RUNNING, 1001)
+    w.feed(
+        "node1",
+        {"phase": "running", "unit": RUNNING, "metrics": [{"event": "train", "step": 20, "time": 1010}]},
+        1010,
+    )
+    feed_all(w, RUNNING, 1065)
+    assert w.decide(1065) is None
+    feed_all(w, RUNNING, 1071)
+    out = w.decide(1071)
+    assert out is not None and out.status == "hung"
+    assert out.message == (
+        "job tiny hung: no progress for 1m01s at step 20 (train_stall_timeout=60 s); a rank is stuck or "
+        "frozen"
+    )
+
+
+def test_start_up_has_its_own_timeout() -> None:
+    w = watch()
+    feed_all(w, RUNNING, 1200)
+    assert w.decide(1200) is None  # 200 s without a step: still within start-up
+    feed_all(w, RUNNING, 1301)
+    out = w.decide(1301)
+    assert (
+        out is not None
+        and "start-up (no step logged yet)" in out.message
+        and "train_startup_timeout=300" in out.message
+    )
+
+
+def test_a_silent_or_disconnected_node_is_lost() -> None:
+    w = watch()
+    feed_all(w, RUNNING, 1001)
+    w.feed("node1", {"phase": "running", "unit": RUNNING}, 1030)
+    w.feed("node2", {"phase": "running", "unit": RUNNING}, 1030)
+    out = w.decide(1030)
+    assert out is not None and out.status == "lost" and out.node == "node3"
+    assert "no word from node3 (node rank 2) for 29s" in out.message
+    w = watch()
+    feed_all(w, RUNNING, 1001)
+    w.stream_ended("node2", "ssh: connect to host 10.99.0.11 port 22: No route to host", 1002)
+    out = w.decide(1002)
+    assert out is not None and out.status == "lost"
+    assert out.message.endswith(
+        "lost node2 (node rank 1): ssh: connect to host 10.99.0.11 port 22: No route to host"
+    )
+
+
+def test_progress_line_has_step_loss_rate_and_eta() -> None:
+    w = watch()
+    assert w.progress_line(1005).startswith("[tiny] starting (5s): node1 starting")
+    w.feed(
+        "node1",
+        {
+            "phase": "running",
+            "unit": RUNNING,
+            "metrics": [
+                {"event": "train", "step": 10, "loss": 4.0, "tokens_per_s": 900, "time": 1010},
+                {"event": "train", "step": 30, "loss": 3.5, "tokens_per_s": 1500, "time": 1030},
+            ],
+        },
+        1030,
+    )
+    assert (
+        w.progress_line(1031) == "[tiny] step 30/100 (30%), loss 3.5000, 1.5k tok/s, ETA 1m10s, elapsed 31s"
+    )
+
+
+def _step(w: tw.JobWatch, step: int, now: float) -> None:
+    rec = {"event": "train", "step": step, "loss": 4.0, "tokens_per_s": 900, "time": now}
+    w.feed("node1", {"phase": "running", "unit": RUNNING, "metrics": [rec]}, now)
+
+
+def test_progress_is_shown_at_start_on_the_first_step_and_every_interval() -> None:
+    w = watch()
+    assert w.progress_due(1000, 30, None)  # the start
+    assert not w.progress_due(1010, 30, None)
+    _step(w, 5, 1012)
+    assert w.progress_due(1012, 30, None)  # the first step, before the interval is up
+    _step(w, 10, 1020)
+    assert not w.progress_due(1020, 30, None)
+    assert w.progress_due(1042, 30, None)
+
+
+def test_a_job_shorter_than_the_interval_still_shows_a_step() -> None:
+    # The first step record arrives with the end: the only chance to show the last step and its loss.
+    w = watch()
+    assert w.progress_due(1000, 30, None)
+    _step(w, 30, 1008)
+    done = tw.Outcome("succeeded", "job tiny finished")
+    assert w.progress_due(1008, 30, done)
+    assert w.progress_line(1008).startswith("[tiny] step 30/100 (30%), loss 4.0000")
+    assert not w.progress_due(1009, 30, done)
+
+
+def test_no_progress_line_after_a_failure() -> None:
+    w = watch()
+    w.progress_due(1000, 30, None)
+    _step(w, 5, 1005)
+    assert not w.progress_due(1005, 30, tw.Outcome("failed", "job tiny failed on node2"))
+
+
+def test_agent_reads_only_new_complete_lines(tmp_path: Path) -> None:
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(json.dumps({"event": "end", "step": 5}) + "\n")
+    reader = ta.MetricsReader(str(path), offset=path.stat().st_size)  # an earlier run's records are skipped
+    assert reader.read() == []
+    with path.open("a") as fh:
+        fh.write(json.dumps({"event": "start"}) + "\n" + '{"event": "tr')
+    assert reader.read() == [{"event": "start"}]
+    with path.open("a") as fh:
+        fh.write('ain", "step": 1}\n')
+    assert reader.read() == [{"event": "train", "step": 1}]
+    assert ta.last_records(str(path)) == {"start": {"event": "start"}, "train": {"event": "train", "step": 1}}
+
+
+def test_agent_command_follows_the_inventory_connection() -> None:
+    hv = {
+        "ansible_host": "10.99.0.10",
+        "ansible_user": "root",
+        "ansible_port": 2222,
+        "ansible_ssh_private_key_file": "/k/id",
+        "ansible_ssh_common_args": "-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no",
+        "ansible_python_interpreter": "/usr/bin/python3",
+    }
+    argv = tw.agent_argv(
+        hv, "node1", unit="rdmaops-train-tiny.service", metrics="/s/m.jsonl", log="/l", interval=2.0, offset=7
+    )
+    assert argv[0] == "ssh" and "BatchMode=yes" in argv and "ServerAliveInterval=5" in argv
+    assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-i") + 1] == "/k/id"
+    assert argv[argv.index("-l") + 1] == "root" and "UserKnownHostsFile=/dev/null" in argv
+    assert argv[-2:] == ["10.99.0.10", "/usr/bin/python3 - rdmaops-train-tiny.service /s/m.jsonl /l 2.0 7"]
+    local = tw.agent_argv(
+        {"ansible_connection": "local"}, "x", unit="u", metrics="", log="/l", interval=1, offset=0
+    )
+    assert local == ["/usr/bin/python3", "-", "u", "", "/l", "1", "0"]
+
+
+def test_a_peer_that_lost_its_connection_is_not_the_cause() -> None:
+    # Seen on the lab: kill -9 of node2's rank; node1's rank 0 then failed in a barrier ("Connection closed by
+    # peer") and node1 reported first. The killed rank is the cause, whichever node reports first.
+    killed = (FIXTURES / "torchrun" / "root_cause_sigkill.txt").read_text().splitlines()
+    peer = (FIXTURES / "torchrun" / "root_cause_peer_closed.txt").read_text().splitlines()
+    cause = tw.failure_cause(peer, FAILED)
+    assert cause["rank"] == 0 and cause["peer_gone"] is True
+    assert cause["why"].startswith("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/")
+    assert "Connection closed by peer [10.255.0.2]" in cause["why"]
+    w = watch(failure_grace=5.0)
+    feed_all(w, RUNNING, 1001)
+    w.feed("node1", {"phase": "failed", "unit": FAILED, "exited_at": 1048.0, "log_tail": peer}, 1049)
+    assert w.decide(1049) is None  # the others are still running: wait for them a moment
+    w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.5, "log_tail": killed}, 1050)
+    assert w.decide(1050) is None
+    w.feed("node3", {"phase": "failed", "unit": FAILED, "exited_at": 1050.0, "log_tail": peer}, 1051)
+    out = w.decide(1051)  # nobody left running: decided before the grace ends
+    assert out is not None and out.node == "node2" and out.rank == 1
+    assert out.message.startswith(
+        "job tiny failed on node2 (node rank 1, rank 1): killed by signal 9 (SIGKILL)"
+    )
+
+
+def test_the_grace_ends_while_a_peer_still_runs() -> None:
+    peer = (FIXTURES / "torchrun" / "root_cause_peer_closed.txt").read_text().splitlines()
+    w = watch(failure_grace=5.0)
+    feed_all(w, RUNNING, 1001)
+    w.feed("node1", {"phase": "failed", "unit": FAILED, "exited_at": 1048.0, "log_tail": peer}, 1049)
+    assert w.decide(1053.9) is None
+    out = w.decide(1054.0)
+    assert out is not None and out.status == "failed" and out.node == "node1"

@@ -1,0 +1,133 @@
+"""verify_plan: links from mesh plans and rounds of disjoint pairs."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import plan as vp
+
+# The mesh_network role's defaults, given explicitly as the role does.
+POOLS: dict[str, Any] = {
+    "link_pool": "192.168.100.0/22",
+    "link_prefix": 30,
+    "node_pool": "10.255.0.0/24",
+    "fabric_subnet": "192.168.200.0/24",
+    "nodeaddr_ifname": "nodeaddr0",
+}
+
+
+def mesh_plans(hosts: list[str]) -> dict[str, Any]:
+    """Real mesh_network plans: node i reaches peer j over port data<j>."""
+    plans = {}
+    for host in hosts:
+        ports = {peer: f"data{k}" for k, peer in enumerate(hosts) if peer != host}
+        interfaces = {
+            name: f"02:00:00:00:{hosts.index(host):02x}:{k:02x}" for k, name in enumerate(ports.values())
+        }
+        plans[host] = ma.host_plan(host, hosts, "mesh", ports=ports, interfaces=interfaces, **POOLS)
+    return plans
+
+
+def switched_plans(hosts: list[str]) -> dict[str, Any]:
+    return {
+        h: ma.host_plan(
+            h, hosts, "switched", fabric_port="fab0", interfaces={"fab0": "02:00:00:00:00:01"}, **POOLS
+        )
+        for h in hosts
+    }
+
+
+# --------------------------------------------------------------------------- rounds
+
+
+@pytest.mark.parametrize("n", range(2, 10))
+def test_tournament_covers_every_pair_once_without_sharing_a_host(n: int) -> None:
+    hosts = [f"n{i}" for i in range(n)]
+    rounds = vp.tournament_rounds(hosts)
+    pairs = [frozenset(p) for rnd in rounds for p in rnd]
+    assert sorted(map(sorted, pairs)) == sorted(map(sorted, map(frozenset, itertools.combinations(hosts, 2))))
+    assert len(set(pairs)) == len(pairs)
+    for rnd in rounds:
+        used = [h for p in rnd for h in p]
+        assert len(used) == len(set(used))
+    # Optimal: n-1 rounds of n/2 pairs for even n, n rounds of (n-1)/2 for odd n.
+    assert len(rounds) == (n - 1 if n % 2 == 0 else n)
+    assert all(len(rnd) == n // 2 for rnd in rounds)
+
+
+def test_ring_rounds_are_optimal_and_disjoint() -> None:
+    for n, expected_rounds in ((2, 1), (3, 3), (4, 2), (5, 3), (6, 2)):
+        hosts = [f"n{i}" for i in range(n)]
+        plans = mesh_plans(hosts)
+        links = vp.links(plans, hosts, "ring")
+        assert len(links) == (1 if n == 2 else n)
+        rounds = vp.schedule(links, hosts, "ring", "one")
+        assert len(rounds) == expected_rounds
+        for rnd in rounds:
+            used = [h for m in rnd for h in (m["client"], m["server"])]
+            assert len(used) == len(set(used))
+
+
+def test_schedule_both_directions_and_concurrency_cap() -> None:
+    hosts = ["a", "b", "c", "d"]
+    links = vp.links(mesh_plans(hosts), hosts)
+    rounds = vp.schedule(links, hosts, "all_pairs", "both")
+    assert len(rounds) == 6
+    directed = [(m["client"], m["server"]) for rnd in rounds for m in rnd]
+    assert sorted(directed) == sorted(itertools.permutations(hosts, 2))
+    # Each round is followed by its mirror image.
+    assert [(m["server"], m["client"]) for m in rounds[1]] == [(m["client"], m["server"]) for m in rounds[0]]
+    capped = vp.schedule(links, hosts, "all_pairs", "one", max_concurrent=1)
+    assert len(capped) == 6 and all(len(r) == 1 for r in capped)
+
+
+def test_schedule_uses_link_addresses_and_ports() -> None:
+    hosts = ["node1", "node2", "node3"]
+    plans = mesh_plans(hosts)
+    links = vp.links(plans, hosts)
+    first = vp.schedule(links, hosts, "all_pairs", "both")[0][0]
+    link = next(x for x in plans[first["client"]]["links"] if x["peer"] == first["server"])
+    assert first["client_address"] == link["address"]
+    assert first["server_address"] == link["peer_address"]
+    assert first["client_ifname"] == link["ifname"]
+    assert (
+        first["label"]
+        == f"{first['client']}:{first['client_ifname']} -> {first['server']}:{first['server_ifname']}"
+    )
+    assert first["link"].count("<->") == 1
+
+
+def test_switched_links_use_fabric_addresses() -> None:
+    hosts = ["s1", "s2", "s3"]
+    plans = switched_plans(hosts)
+    links = vp.links(plans, hosts)
+    assert [(x["a"], x["b"]) for x in links] == [("s1", "s2"), ("s1", "s3"), ("s2", "s3")]
+    assert links[0]["a_address"] == plans["s1"]["node_address"]
+    assert links[0]["a_ifname"] == "fab0"
+
+
+def test_role_in_round() -> None:
+    hosts = ["a", "b", "c"]
+    rnd = vp.schedule(vp.links(mesh_plans(hosts), hosts), hosts, "all_pairs", "one")[0]
+    roles = {h: vp.role_in_round(rnd, h)["role"] for h in hosts}
+    assert sorted(roles.values()) == ["client", "idle", "server"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: vp.links({}, ["a", "b"]), "no mesh_network plan for a, b"),
+        (lambda: vp.links({}, ["a", "a"]), "host 'a' appears twice"),
+        (lambda: vp.links(mesh_plans(["a", "b"]), ["a", "b"], "star"), "pattern 'star'"),
+        (lambda: vp.schedule([], ["a", "b"], "all_pairs", "sideways"), "directions 'sideways'"),
+        (lambda: vp.schedule([], ["a", "b"], "all_pairs", "one", -1), "max_concurrent -1"),
+        (lambda: vp.schedule([], ["a", "b"], "all_pairs", "one", "x"), "max_concurrent 'x'"),
+    ],
+)
+def test_bad_plan_input_names_the_value(call: Any, message: str) -> None:
+    with pytest.raises(vp.VerifyError, match=message):
+        call()

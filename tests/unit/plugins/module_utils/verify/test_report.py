@@ -1,0 +1,102 @@
+"""verify_report: the report document, its Markdown, the heatmap and the written files."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
+
+
+def measurement(client: str, server: str, gbps: float | None, **extra: Any) -> dict[str, Any]:
+    return {
+        "client": client,
+        "server": server,
+        "label": f"{client}:data1 -> {server}:data0",
+        "gbps": gbps,
+        "line_rate_gbps": 10.0,
+        "latency_us": 40.0,
+        "tool": "iperf3",
+        **extra,
+    }
+
+
+def test_median_line_rate_catches_the_outlier() -> None:
+    hosts = ["a", "b", "c"]
+    rows = [
+        measurement(x, y, 0.2 if (x, y) == ("a", "b") else 4.0 + i / 10)
+        for i, (x, y) in enumerate(itertools.permutations(hosts, 2))
+    ]
+    limits = thresholds(0.5, None, None, "median")
+    report = vr.build_report(hosts, rows, limits)
+    # Median of 0.2, 4.1, 4.2, 4.3, 4.4, 4.5.
+    assert report["line_rate_gbps"] == 4.25
+    assert report["failures"] == ["a:data1 -> b:data0 0.20 Gb/s < 0.5 x 4.25 Gb/s (= 2.12 Gb/s)"]
+    assert all(r["line_rate_gbps"] == 4.25 for r in report["measurements"])
+    assert "Median of this run's links, used as every link's line rate: 4.25 Gb/s." in vr.markdown(report)
+
+
+def sample_report(slow: bool = False) -> dict[str, Any]:
+    hosts = ["node1", "node2", "node3"]
+    rows = [
+        measurement(a, b, 0.19 if slow and (a, b) == ("node1", "node2") else 9.0)
+        for a, b in itertools.permutations(hosts, 2)
+    ]
+    collective = {
+        "backend": "gloo",
+        "world_size": 3,
+        "dtype": "float32",
+        "iters": 10,
+        "results": [{"bytes": 1 << 20, "time_ms": 2.0, "algbw_gbps": 4.19, "busbw_gbps": 5.59}],
+    }
+    gate = {h: {"available": False, "summary": "no RDMA device", "failures": []} for h in hosts}
+    return vr.build_report(
+        hosts,
+        rows,
+        thresholds(0.5, None, None, None, 20.0),
+        meta={"mode": "tcp", "topology": "mesh", "rounds": 6, "timestamp": "20261122T070000Z"},
+        gate=gate,
+        reachability={
+            "node1": [{"ok": True}, {"ok": False, "error": "node2 node address 10.255.0.2: DF ping failed"}]
+        },
+        collective=collective,
+    )
+
+
+def test_build_report_collects_every_failure() -> None:
+    report = sample_report(slow=True)
+    assert report["passed"] is False
+    assert report["failures"] == [
+        "node1 -> node2 node address 10.255.0.2: DF ping failed",
+        "node1:data1 -> node2:data0 0.19 Gb/s < 0.5 x 10 Gb/s (= 5.00 Gb/s)",
+        "all-reduce (gloo, 3 ranks) peak bus bandwidth 5.59 Gb/s < floor 20 Gb/s",
+    ]
+    row = report["measurements"][0]
+    assert (row["client"], row["server"], row["fraction_of_line_rate"], row["passed"]) == (
+        "node1",
+        "node2",
+        0.019,
+        False,
+    )
+    grid = vr.matrix(report)
+    assert grid[0][0] is None and grid[0][1] == 0.19 and grid[1][0] == 9.0
+    text = vr.markdown(report)
+    assert "**FAILED**" in text and "| node1:data1 -> node2:data0 | 0.19 | 10 | 2% |" in text
+    assert "| 1 MiB | 2.000 | 4.190 | 5.590 |" in text
+    json.dumps(report)
+    report["meta"]["check_mode"] = True
+    assert "**CHECK MODE, nothing measured**" in vr.markdown(report)
+
+
+def test_write_report_files_and_latest_link(tmp_path: Path) -> None:
+    first = vr.write_report(sample_report(), str(tmp_path / "verify-1"), str(tmp_path / "latest"))
+    second = vr.write_report(sample_report(slow=True), str(tmp_path / "verify-2"), str(tmp_path / "latest"))
+    assert os.readlink(tmp_path / "latest") == "verify-2"
+    assert json.loads(Path(second["json"]).read_text())["passed"] is False
+    assert Path(first["markdown"]).read_text().startswith("# Fabric verification 20261122T070000Z")
+    png = Path(second["heatmap"]).read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
