@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from doc_markdown import fenced_blocks, shell_commands
 
 ROOT = Path(__file__).resolve().parents[3]
 VENV_BIN = Path(sys.executable).parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(ROOT.glob("roles/*/README.md"))]
-SHELL_LANGS = {"sh", "bash", "shell", "console"}
 # first words that make an unlabelled block look like commands (it must then say sh or text)
 COMMAND_WORDS = {
     "ansible-playbook",
@@ -99,42 +99,12 @@ class DocCommand:
         return f"{self.where}: {self.text}"
 
 
-def _blocks(path: Path) -> list[tuple[int, str | None, list[str]]]:
-    """(first line number, language, lines) of each fenced block."""
-    out: list[tuple[int, str | None, list[str]]] = []
-    lang: str | None = None
-    start, body = 0, []
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        fence = re.match(r"^\s*```(\S*)\s*$", line)
-        if fence and lang is None:
-            lang, start, body = fence.group(1), no + 1, []
-        elif fence:
-            out.append((start, lang, body))
-            lang = None
-        elif lang is not None:
-            body.append(line)
-    return out
-
-
 def doc_commands() -> list[DocCommand]:
     cmds = []
     for path in DOCS:
         rel = path.relative_to(ROOT)
-        for start, lang, body in _blocks(path):
-            if lang not in SHELL_LANGS:
-                continue
-            pending, first = "", 0
-            for off, line in enumerate(body):
-                if not pending:
-                    if not line.strip() or line.lstrip().startswith("#"):
-                        continue
-                    first = start + off
-                    line = line.removeprefix("$ ")
-                if line.rstrip().endswith("\\"):
-                    pending += line.rstrip()[:-1].rstrip() + " "
-                    continue
-                cmds.append(DocCommand(f"{rel}:{first}", (pending + line.strip()).strip()))
-                pending = ""
+        for line, raw in shell_commands(path.read_text(encoding="utf-8")):
+            cmds.append(DocCommand(f"{rel}:{line}", raw))
     return cmds
 
 
@@ -179,7 +149,7 @@ def test_unlabelled_blocks_are_not_commands() -> None:
     # a block of commands without ```sh would escape this test: label it sh (commands) or text (a transcript)
     bad = []
     for path in DOCS:
-        for start, lang, body in _blocks(path):
+        for start, lang, body in fenced_blocks(path.read_text(encoding="utf-8")):
             words = {ln.split()[0] for ln in body if ln.strip()}
             if not lang and words & COMMAND_WORDS:
                 bad.append(f"{path.relative_to(ROOT)}:{start}")
