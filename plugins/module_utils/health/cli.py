@@ -4,8 +4,12 @@
 It runs the same checks as the node_health module (node.run), prints one line per finding, and with --slurm
 drains this node when a check fails, with the first failing check as the reason (prefixed "rdmaops-health:"),
 and resumes it once every check passes again, but only when the drain is its own: a node an administrator
-drained for another reason is left alone. Exit status: 0 no failing check, 1 a check failed, 2 bad
-configuration or arguments, 3 scontrol failed.
+drained for another reason is left alone.
+
+Exit status: 0 no failing check, 1 a check failed, 2 bad configuration or arguments, 3 scontrol failed. With
+--slurm a failing check still exits 0 once the node is drained: slurmd runs HealthCheckProgram repeatedly at
+start-up until it exits 0 and does not register before that (slurm.conf(5)), and a drained node that
+registers is what lets the operator see the reason in ``sinfo -R``.
 """
 
 from __future__ import annotations
@@ -204,7 +208,13 @@ def main(argv: list[str] | None = None) -> int:
         sources=cfg["sources"],
     )
     if cfg["state_file"]:
-        noderun.save_state(cfg["state_file"], new_state)
+        try:
+            noderun.save_state(cfg["state_file"], new_state)
+        except OSError as exc:
+            print(
+                f"rdmaops-health: cannot keep the counter baseline in {cfg['state_file']}: {exc}",
+                file=sys.stderr,
+            )
     if args.json:
         print(json.dumps(report, indent=1, sort_keys=True))
     else:
@@ -217,4 +227,5 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, subprocess.TimeoutExpired) as exc:
             print(f"rdmaops-health: {exc}", file=sys.stderr)
             return 3
+        return 0
     return 1 if fails else 0

@@ -52,6 +52,16 @@ def version_findings(
     return findings
 
 
+def expected_gpus(gres: str | None) -> int:
+    """GPUs a Slurm Gres string declares: "gpu:8", "gpu:h100:8", "gpu:h100:4(S:0),gpu:a100:2" -> 8, 8, 6."""
+    total = 0
+    for item in (gres or "").split(","):
+        parts = item.split("(")[0].strip().split(":")
+        if parts[0] == "gpu":
+            total += int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 1
+    return total
+
+
 def _version_key(text: str) -> tuple[int, ...]:
     return tuple(int(p) if p.isdigit() else -1 for p in text.split("."))
 

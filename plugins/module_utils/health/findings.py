@@ -145,7 +145,8 @@ def merge_thresholds(user: dict[str, Any] | None) -> tuple[dict[str, Any], list[
         if problem:
             errors.append(problem)
             continue
-        merged[key] = value
+        # Rows of rdma_counters replace or add to the default rows; severity "off" drops one.
+        merged[key] = {**DEFAULT_RDMA_COUNTERS, **value} if key == "rdma_counters" else value
     if isinstance(merged["rdma_ports"], str) and merged["rdma_ports"] not in ("all", "none"):
         errors.append(
             f"rdma_ports: {merged['rdma_ports']!r} must be 'all', 'none' or a list of device[/port]"

@@ -78,6 +78,9 @@ class Sources:
         text, err = self.command(
             "kernel_log", ["journalctl", "-k", "-b", "0", "-o", "short-monotonic", "--no-pager"]
         )
+        if text is not None and text.strip() in ("", "-- No entries --"):
+            # journald without the kernel's messages (a container, no kmsg access): ask the kernel itself.
+            text, err = None, "journalctl -k has no entries"
         if text is None:
             # dmesg's ring buffer can have wrapped on a long-running node; journald keeps the whole boot.
             text, err2 = self.command("kernel_log", ["dmesg"])

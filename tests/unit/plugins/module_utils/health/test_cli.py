@@ -166,7 +166,7 @@ def slurm(tmp_path: Path):
 def test_script_drains_on_failure_and_resumes_when_passing(slurm) -> None:
     sick = edit_gpu(SMI_XML, 1, "<dram_uncorrectable>0<", "<dram_uncorrectable>2<")
     proc, calls, node = slurm(sick)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 0, proc.stderr  # drained: slurmd must not be kept from registering
     assert "node1: gpu.ecc_volatile [fail] GPU 1 (00000000:00:07.0)" in proc.stdout
     reason = (
         "rdmaops-health: gpu.ecc_volatile GPU 1 (00000000:00:07.0): 2 uncorrectable ECC errors "
@@ -190,7 +190,7 @@ def test_script_leaves_an_administrators_drain_alone(slurm) -> None:
     admin = {"state": "IDLE+DRAIN", "reason": "maintenance until Monday"}
     sick = edit_gpu(SMI_XML, 0, "<remapped_row_failure>No<", "<remapped_row_failure>Yes<")
     proc, calls, node = slurm(sick, admin)
-    assert proc.returncode == 1 and node == admin
+    assert proc.returncode == 0 and node == admin and "nothing to change" in proc.stdout
     assert calls[-1] == ["scontrol", "-o", "show", "node", "node1"]
 
 
@@ -198,3 +198,40 @@ def test_bad_threshold_is_refused_before_anything_runs(capsys: pytest.CaptureFix
     assert cli.main(["--config", "", "--threshold", "gpu_count=-1", "--severity", "gpu.xid=loud"]) == 2
     err = capsys.readouterr().err
     assert "gpu_count: -1 is negative" in err and "severity.gpu.xid: 'loud'" in err
+
+
+def test_exit_status_without_and_with_a_failing_scontrol(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sick = tmp_path / "sick.xml"
+    sick.write_text(edit_gpu(SMI_XML, 3, "<current_link_width>16x<", "<current_link_width>8x<"))
+    common = [
+        "--config",
+        "",
+        "--node",
+        "node1",
+        "--state-file",
+        "",
+        "--sysfs-root",
+        str(tmp_path),
+        "--threshold",
+        "gpu_dcgm_level=0",
+        "--source",
+        f"kernel_log={HEALTH / 'dmesg-nvrm.h200x4.txt'}",
+        "--source",
+        f"chronyc={HEALTH / 'chronyc-tracking.synced.txt'}",
+    ]
+    assert cli.main([*common, "--source", f"nvidia_smi={HEALTH / 'nvidia-smi-q-x.h200x4.xml'}"]) == 0
+    assert cli.main([*common, "--source", f"nvidia_smi={sick}", "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert [f["check"] for f in out["findings"]] == ["gpu.pcie_width"] and out["ok"] is False
+    broken = tmp_path / "bin"
+    broken.mkdir()
+    (broken / "scontrol").write_text(
+        f"#!{sys.executable} -S\nimport sys\n"
+        "sys.stderr.write('slurm_load_node error: Unable to contact slurm controller\\n')\nsys.exit(1)\n"
+    )
+    (broken / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{broken}:{os.environ['PATH']}")
+    assert cli.main([*common, "--source", f"nvidia_smi={sick}", "--slurm"]) == 3
+    assert "Unable to contact slurm controller" in capsys.readouterr().err

@@ -145,3 +145,10 @@ def test_summary_names_node_check_value_threshold() -> None:
         "n2: gpu.ecc_volatile [fail] GPU 0 (00000000:00:06.0): 2 uncorrectable ECC errors "
         "(value 2, threshold 0)"
     ]
+
+
+def test_expected_gpus_from_slurm_gres() -> None:
+    assert cluster.expected_gpus("gpu:8") == 8
+    assert cluster.expected_gpus("gpu:h100:8") == 8
+    assert cluster.expected_gpus("gpu:h100:4(S:0),gpu:a100:2,shard:16") == 6
+    assert cluster.expected_gpus("") == 0 and cluster.expected_gpus(None) == 0

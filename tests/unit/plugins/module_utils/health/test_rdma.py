@@ -83,6 +83,13 @@ def test_counter_growth_since_last_check(sysfs_copy) -> None:
     }
     # A counter that went back (reset by a driver reload) is a new baseline, not negative growth.
     assert collect(rdma.check_counters, second, third, thresholds()) == []
+    # Operator rows replace or add to the defaults; "off" drops one.
+    rows = {
+        "out_of_buffer": {"max_growth": 10, "severity": "warn"},
+        "link_downed": {"max_growth": 0, "severity": "off"},
+    }
+    assert collect(rdma.check_counters, third, second, thresholds(rdma_counters=rows)) == []
+    assert thresholds(rdma_counters=rows)["rdma_counters"]["symbol_error"]["max_growth"] == 10
 
 
 def test_pfc_pause_rate(tmp_path: Path) -> None:
