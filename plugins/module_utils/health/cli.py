@@ -1,14 +1,15 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node-side command behind files/health/rdmaops-health, Slurm's HealthCheckProgram.
 
-It runs the same checks as the node_health module (node.run), prints one line per finding, and with --slurm
-drains this node when a check fails, with the first failing check as the reason (prefixed "rdmaops-health:"),
-and resumes it once every check passes again, but only when the drain is its own: a node an administrator
+It runs the same checks as the node_health module (node.run) and prints one line per finding. In Slurm mode
+(``"slurm": true`` in the config, since HealthCheckProgram takes no arguments; or --slurm) it drains this
+node when a check fails, with the first failing check as the reason (prefixed "rdmaops-health:"), and
+resumes it once every check passes again, but only when the drain is its own: a node an administrator
 drained for another reason is left alone.
 
-Exit status: 0 no failing check, 1 a check failed, 2 bad configuration or arguments, 3 scontrol failed. With
---slurm a failing check still exits 0 once the node is drained: slurmd runs HealthCheckProgram repeatedly at
-start-up until it exits 0 and does not register before that (slurm.conf(5)), and a drained node that
+Exit status: 0 no failing check, 1 a check failed, 2 bad configuration or arguments, 3 scontrol failed. In
+Slurm mode a failing check still exits 0 once the node is drained: slurmd runs HealthCheckProgram repeatedly
+at start-up until it exits 0 and does not register before that (slurm.conf(5)), and a drained node that
 registers is what lets the operator see the reason in ``sinfo -R``.
 """
 
@@ -30,7 +31,16 @@ REASON_PREFIX = "rdmaops-health:"
 REASON_MAX = 240  # keeps sinfo -R readable; the full list is in the command's output and the slurmd log
 DEFAULT_CONFIG = "/etc/rdmaops/health.json"
 DEFAULT_STATE = "/var/lib/rdmaops/health-state.json"
-_CONFIG_KEYS = {"node", "thresholds", "severity", "checkpoint_dir", "state_file", "sysfs_root", "sources"}
+_CONFIG_KEYS = {
+    "node",
+    "slurm",
+    "thresholds",
+    "severity",
+    "checkpoint_dir",
+    "state_file",
+    "sysfs_root",
+    "sources",
+}
 _STATE_RE = re.compile(r"(?:^|\s)State=(\S+)")
 # scontrol (src/api/node_info.c) prints "Reason=TEXT [user@time]", then the optional Comment=, Extra=,
 # InstanceId=, InstanceType= and ReservationName= fields; the reason itself may contain spaces.
@@ -146,7 +156,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--severity", action="append", default=[], metavar="CHECK=LEVEL", help="fail, warn or off")
     p.add_argument("--source", action="append", default=[], metavar="KEY=FILE", help="FILE instead of a tool")
-    p.add_argument("--slurm", action="store_true", help="drain/resume this node with scontrol")
+    # slurm.conf's HealthCheckProgram is a path without arguments: the config's "slurm": true turns this on.
+    p.add_argument("--slurm", action="store_true", default=None, help="drain/resume this node with scontrol")
+    p.add_argument(
+        "--no-slurm", dest="slurm", action="store_false", help="only report, whatever the config says"
+    )
     p.add_argument("--json", action="store_true", help="print the whole report as JSON")
     p.add_argument(
         "--ack-xids", action="store_true", help="mark the Xids logged so far as dealt with, then exit"
@@ -171,7 +185,11 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
     sources = dict(config.get("sources") or {})
     sources.update(_pairs(args.source, "--source"))
     state_file = args.state_file if args.state_file is not None else config.get("state_file", DEFAULT_STATE)
+    slurm = config.get("slurm", False) if args.slurm is None else args.slurm
+    if not isinstance(slurm, bool):
+        raise UsageError(f"config: slurm must be true or false, got {slurm!r}")
     return {
+        "slurm": slurm,
         "node": args.node or config.get("node") or socket.gethostname().split(".")[0],
         "thresholds": thresholds,
         "severity": severity,
@@ -221,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         for finding in report["findings"]:
             print(line(finding))
     fails = failed(report["findings"])
-    if args.slurm:
+    if cfg["slurm"]:
         try:
             print(apply_slurm(cfg["node"], fails))
         except (OSError, subprocess.TimeoutExpired) as exc:

@@ -128,28 +128,17 @@ def slurm(tmp_path: Path):
         FAKE_SHOW=SHOW,
         FAKE_SMI_XML=str(xml),
     )
-    argv = [
-        sys.executable,
-        "-S",
-        str(SCRIPT),
-        "--slurm",
-        "--node",
-        "node1",
-        "--config",
-        "",
-        "--state-file",
-        str(tmp_path / "state.json"),
-        "--sysfs-root",
-        str(tmp_path),
-        "--threshold",
-        "gpu_count=4",
-        "--threshold",
-        "gpu_dcgm_level=0",
-        "--source",
-        f"chronyc={tmp_path / 'chrony'}",
-        "--source",
-        f"kernel_log={tmp_path / 'dmesg'}",
-    ]
+    # What slurmd runs: the bare program; everything else comes from the config file.
+    config = {
+        "node": "node1",
+        "slurm": True,
+        "state_file": str(tmp_path / "state.json"),
+        "sysfs_root": str(tmp_path),
+        "thresholds": {"gpu_count": 4, "gpu_dcgm_level": 0},
+        "sources": {"chronyc": str(tmp_path / "chrony"), "kernel_log": str(tmp_path / "dmesg")},
+    }
+    (tmp_path / "health.json").write_text(json.dumps(config))
+    argv = [sys.executable, "-S", str(SCRIPT), "--config", str(tmp_path / "health.json")]
 
     def run(smi_xml: str, node_state: dict | None = None) -> tuple[subprocess.CompletedProcess, list, dict]:
         xml.write_text(smi_xml)
@@ -235,3 +224,9 @@ def test_exit_status_without_and_with_a_failing_scontrol(
     monkeypatch.setenv("PATH", f"{broken}:{os.environ['PATH']}")
     assert cli.main([*common, "--source", f"nvidia_smi={sick}", "--slurm"]) == 3
     assert "Unable to contact slurm controller" in capsys.readouterr().err
+    # The config turns Slurm mode on for slurmd's runs; --no-slurm only reports.
+    config = tmp_path / "health.json"
+    config.write_text(json.dumps({"slurm": True}))
+    args = [*common[2:], "--config", str(config), "--source", f"nvidia_smi={sick}"]
+    assert cli.main(args) == 3
+    assert cli.main([*args, "--no-slurm"]) == 1
