@@ -53,6 +53,14 @@ class UsageError(Exception):
     pass
 
 
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
 def drain_reason(fails: list[dict[str, Any]]) -> str:
     first = fails[0]
     text = f"{REASON_PREFIX} {first['check']} {first['subject']}: {first['message']}"
@@ -205,16 +213,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = _settings(args)
     except UsageError as exc:
-        print(f"rdmaops-health: {exc}", file=sys.stderr)
+        _err(f"rdmaops-health: {exc}")
         return 2
     state = noderun.load_state(cfg["state_file"])
     if args.ack_xids:
         if not cfg["state_file"]:
-            print("rdmaops-health: --ack-xids needs a state file", file=sys.stderr)
+            _err("rdmaops-health: --ack-xids needs a state file")
             return 2
         new_state, count = noderun.ack_xids(state, cfg["sources"])
         noderun.save_state(cfg["state_file"], new_state)
-        print(f"acknowledged {count} Xid lines logged since boot")
+        _out(f"acknowledged {count} Xid lines logged since boot")
         return 0
     report, new_state = noderun.run(
         cfg["node"],
@@ -229,21 +237,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             noderun.save_state(cfg["state_file"], new_state)
         except OSError as exc:
-            print(
-                f"rdmaops-health: cannot keep the counter baseline in {cfg['state_file']}: {exc}",
-                file=sys.stderr,
-            )
+            _err(f"rdmaops-health: cannot keep the counter baseline in {cfg['state_file']}: {exc}")
     if args.json:
-        print(json.dumps(report, indent=1, sort_keys=True))
+        _out(json.dumps(report, indent=1, sort_keys=True))
     else:
         for finding in report["findings"]:
-            print(line(finding))
+            _out(line(finding))
     fails = failed(report["findings"])
     if cfg["slurm"]:
         try:
-            print(apply_slurm(cfg["node"], fails))
+            _out(apply_slurm(cfg["node"], fails))
         except (OSError, subprocess.TimeoutExpired) as exc:
-            print(f"rdmaops-health: {exc}", file=sys.stderr)
+            _err(f"rdmaops-health: {exc}")
             return 3
         return 0
     return 1 if fails else 0

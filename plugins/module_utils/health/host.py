@@ -23,7 +23,7 @@ def parse_meminfo(text: str) -> dict[str, int]:
     """/proc/meminfo -> {field: bytes}."""
     out = {}
     for raw in text.splitlines():
-        name, _, rest = raw.partition(":")
+        name, _sep, rest = raw.partition(":")
         parts = rest.split()
         if parts and parts[0].isdigit():
             out[name.strip()] = int(parts[0]) * (1024 if len(parts) > 1 and parts[1] == "kB" else 1)

@@ -220,14 +220,14 @@ def run(
     free = host.free_bytes(checkpoint_dir) if checkpoint_dir else None
     host.check_disk(checkpoint_dir, free, thresholds, out)
     if out.enabled("host.clock_sync"):
-        chrony, _ = (
+        chrony, _chrony_err = (
             src.command("chronyc", ["chronyc", "-n", "tracking"])
             if src.has("chronyc", "chronyc")
             else (None, "")
         )
         timedatectl = None
         if chrony is None and src.has("timedatectl", "timedatectl"):
-            timedatectl, _ = src.command("timedatectl", ["timedatectl", "show"])
+            timedatectl, _tdc_err = src.command("timedatectl", ["timedatectl", "show"])
         host.check_clock(chrony, timedatectl, thresholds, out)
 
     for check in list(out.ran):

@@ -135,7 +135,7 @@ def classify(xid: int) -> tuple[str, str | None]:
 
 
 def describe(xid: int) -> str:
-    action, _ = classify(xid)
+    action, _severity = classify(xid)
     name = NAMES.get(xid)
     meaning = {
         "RESET_GPU": "NVIDIA: reset the GPU; RMA if it recurs",
