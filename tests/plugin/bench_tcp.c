@@ -46,7 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mesh_abi.h"
+#include "mesh.h"
 
 #define MAXCH 16
 #define MAXWIN 32
@@ -169,19 +169,9 @@ struct s_listen {
   int fd;
 };
 
+/* Non-blocking progress of one transfer (the plugin's own helpers: the model and the plugin move bytes alike). */
 static int s_move(int is_send, int fd, char *p, size_t len, size_t *off) {
-  while (*off < len) {
-    ssize_t n = is_send ? send(fd, p + *off, len - *off, MSG_DONTWAIT | MSG_NOSIGNAL)
-                        : recv(fd, p + *off, len - *off, MSG_DONTWAIT);
-    if (n > 0) {
-      *off += (size_t)n;
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-    if (n < 0 && errno == EINTR) continue;
-    return -1;
-  }
-  return 0;
+  return (is_send ? mesh_send_some(fd, p, len, off) : mesh_recv_some(fd, p, len, off)) == 0 ? 0 : -1;
 }
 
 /* A helper thread: progresses the head task of each of its sockets without blocking; when none moved,
@@ -556,9 +546,29 @@ static double cpu_seconds(void) {
   return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
+/* One row per size, one column per mode: the median over the rounds of GB/s (cpu=0) or CPU ns per byte. */
+static void print_table(const struct cfg *cf, char (*modes)[512], int nmodes, double (*v)[16][MAXSIZES], int cpu);
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
+}
+
+static void print_table(const struct cfg *cf, char (*modes)[512], int nmodes, double (*v)[16][MAXSIZES], int cpu) {
+  printf("%-8s", "MiB");
+  for (int m = 0; m < nmodes; m++) printf(" %11s", label(modes[m]));
+  printf("\n");
+  for (int k = 0; k < cf->nsizes; k++) {
+    printf("%-8zu", cf->sizes[k] >> 20);
+    for (int m = 0; m < nmodes; m++) {
+      double x[16];
+      for (int r = 0; r < cf->rounds; r++)
+        x[r] = cpu ? v[m][r][k] / (double)cf->sizes[k] * 1e9 : (double)cf->sizes[k] / v[m][r][k] / 1e9;
+      qsort(x, (size_t)cf->rounds, sizeof(double), cmp_double);
+      printf(cpu ? " %11.3f" : " %11.2f", x[cf->rounds / 2]);
+    }
+    printf("\n");
+  }
 }
 
 int main(int argc, char **argv) {
@@ -575,9 +585,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--lib")) snprintf(cf.lib, sizeof(cf.lib), "%s", argv[i + 1]);
     else die("unknown option %s", argv[i]);
   }
-  if (cf.channels < 1 || cf.channels > MAXCH || cf.window < 1 || cf.window > MAXWIN || cf.rounds < 1 ||
+  if (cf.channels < 1 || cf.channels > MAXCH || cf.window < 1 || cf.window > MAXWIN || cf.rounds < 1 || cf.rounds > 16 ||
       cf.step < 1 || cf.step > ((size_t)64 << 20))
-    die("bad --channels (1..%d), --window (1..%d), --rounds or --step", MAXCH, MAXWIN);
+    die("bad --channels (1..%d), --window (1..%d), --rounds (1..16) or --step", MAXCH, MAXWIN);
   for (const char *p = sizes; *p && cf.nsizes < MAXSIZES;) {
     cf.sizes[cf.nsizes++] = strtoull(p, NULL, 10) << 20;
     p = strchr(p, ',');
@@ -636,33 +646,11 @@ int main(int argc, char **argv) {
     }
   }
   printf("median GB/s (bytes each way / time; = 2-rank all_reduce bus bandwidth), %d channels, %zu KiB steps, "
-         "window %d, %d rounds\n%-8s",
-         cf.channels, cf.step >> 10, cf.window, cf.rounds, "MiB");
-  for (int m = 0; m < nmodes; m++) printf(" %11s", label(mode_list[m]));
-  printf("\n");
-  for (int k = 0; k < cf.nsizes; k++) {
-    printf("%-8zu", cf.sizes[k] >> 20);
-    for (int m = 0; m < nmodes; m++) {
-      double v[16];
-      for (int r = 0; r < cf.rounds; r++) v[r] = (double)cf.sizes[k] / res[m][r][k] / 1e9;
-      qsort(v, (size_t)cf.rounds, sizeof(double), cmp_double);
-      printf(" %11.2f", v[cf.rounds / 2]);
-    }
-    printf("\n");
-  }
+         "window %d, %d rounds\n",
+         cf.channels, cf.step >> 10, cf.window, cf.rounds);
+  print_table(&cf, mode_list, nmodes, res, 0);
   /* On a busy machine the wall clock mostly measures the neighbours; CPU per byte is the steadier figure. */
-  printf("median CPU ns per byte moved (user+sys, both ranks; lower is better)\n%-8s", "MiB");
-  for (int m = 0; m < nmodes; m++) printf(" %11s", label(mode_list[m]));
-  printf("\n");
-  for (int k = 0; k < cf.nsizes; k++) {
-    printf("%-8zu", cf.sizes[k] >> 20);
-    for (int m = 0; m < nmodes; m++) {
-      double v[16];
-      for (int r = 0; r < cf.rounds; r++) v[r] = cpu[m][r][k] / (double)cf.sizes[k] * 1e9;
-      qsort(v, (size_t)cf.rounds, sizeof(double), cmp_double);
-      printf(" %11.3f", v[cf.rounds / 2]);
-    }
-    printf("\n");
-  }
+  printf("median CPU ns per byte moved (user+sys, both ranks; lower is better)\n");
+  print_table(&cf, mode_list, nmodes, cpu, 1);
   return 0;
 }

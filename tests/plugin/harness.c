@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fake_verbs.h"
 
 extern const mesh_abi_net_v11_t ncclNetPlugin_v11;
 char tree[256];
@@ -186,4 +187,11 @@ void run_scenario(const char *name, void (*fn)(void)) {
     scenarios_failed++;
     fprintf(stderr, "FAIL scenario %s (status 0x%x)\n", name, st);
   }
+}
+
+mesh_abi_result_t init_fake_verbs(int fail) {
+  verbs_tree();
+  fake_verbs_reset("fake0", (enum fake_fail)fail);
+  mesh_verbs_use_ops(&fake_verbs_ops);
+  return P->init(&ctx, 1, NULL, logger, NULL);
 }

@@ -375,11 +375,8 @@ static void scenario_node_address_bad(void) {
 
 /* verbs to a peer no cable faces: refused, naming the peer's addresses, its node address and the way out. */
 static void scenario_verbs_refuses_non_neighbour(void) {
-  verbs_tree();
   setenv("NCCL_MESH_NODE_ADDR", "127.0.0.1", 1);
-  fake_verbs_reset("fake0", FAKE_OK);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SUCCESS, "init: %s", warnings);
+  CHECK(init_fake_verbs(FAKE_OK) == MESH_ABI_SUCCESS, "init: %s", warnings);
   char handle[MESH_ABI_HANDLE_MAXSIZE] = {0};
   void *lc = NULL, *sc = NULL, *rc = NULL;
   CHECK(P->listen(ctx, 0, handle, &lc) == MESH_ABI_SUCCESS, "listen");

@@ -415,11 +415,8 @@ static void scenario_tcp(void) {
 }
 
 static void scenario_verbs(void) {
-  verbs_tree();
   setenv("NCCL_IB_TC", "104", 1);
-  fake_verbs_reset("fake0", FAKE_OK);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SUCCESS, "init: %s", warnings);
+  CHECK(init_fake_verbs(FAKE_OK) == MESH_ABI_SUCCESS, "init: %s", warnings);
   mesh_abi_properties_v11_t pr;
   CHECK(P->getProperties(0, &pr) == MESH_ABI_SUCCESS && strcmp(pr.name, "mesh_verbs") == 0 && pr.speed == 100000,
         "verbs properties");
@@ -450,10 +447,7 @@ static void scenario_verbs(void) {
 }
 
 static void scenario_verbs_rtr_fails(void) {
-  verbs_tree();
-  fake_verbs_reset("fake0", FAKE_FAIL_RTR);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SUCCESS, "init: %s", warnings);
+  CHECK(init_fake_verbs(FAKE_FAIL_RTR) == MESH_ABI_SUCCESS, "init: %s", warnings);
   void *sc, *rc, *lc;
   mesh_abi_result_t crc, arc;
   connect_self(&sc, &rc, &lc, &crc, &arc);
@@ -467,10 +461,7 @@ static void scenario_verbs_rtr_fails(void) {
 }
 
 static void scenario_verbs_port_down(void) {
-  verbs_tree();
-  fake_verbs_reset("fake0", FAKE_PORT_DOWN);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SUCCESS, "init: %s", warnings);
+  CHECK(init_fake_verbs(FAKE_PORT_DOWN) == MESH_ABI_SUCCESS, "init: %s", warnings);
   void *sc, *rc, *lc;
   mesh_abi_result_t crc, arc;
   connect_self(&sc, &rc, &lc, &crc, &arc);
@@ -480,11 +471,8 @@ static void scenario_verbs_port_down(void) {
 }
 
 static void scenario_gid_forced_not_ipv4(void) {
-  verbs_tree();
   setenv("NCCL_MESH_GID_INDEX", "1", 1);
-  fake_verbs_reset("fake0", FAKE_OK);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SYSTEM_ERROR, "init must fail");
+  CHECK(init_fake_verbs(FAKE_OK) == MESH_ABI_SYSTEM_ERROR, "init must fail");
   CHECK(strstr(warnings, "GID 1 of fake0:1") && strstr(warnings, "holds no IPv4 address"), "%s", warnings);
 }
 
