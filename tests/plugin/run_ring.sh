@@ -171,4 +171,4 @@ rails() {
 ring 4 $((16 << 20))
 ring 5 $((4 << 20))
 rails $((16 << 20))
-echo "ring: 3 runs passed"
+echo "ring: 3 runs passed in ${SECONDS} s"
