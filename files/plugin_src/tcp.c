@@ -42,6 +42,8 @@ struct task {
   size_t off, len;
 };
 
+/* A sending socket's queue: one producer (the posting thread), one consumer (the socket's thread), no lock
+ * on the way; the mutex and condition only put an idle thread to sleep and wake it. */
 struct worker {
   struct mesh_tcp_comm *comm;
   int j;
@@ -49,8 +51,9 @@ struct worker {
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  uint64_t qhead, qtail; /* under mu */
-  int waiting;           /* under mu: signal only a thread that sleeps */
+  uint64_t qhead;         /* the consumer's */
+  _Atomic uint64_t qtail; /* the producer's */
+  atomic_int waiting;     /* the consumer is (about to be) asleep: the producer signals */
   struct task q[MESH_TCP_RING];
 };
 
@@ -61,10 +64,10 @@ struct mesh_tcp_comm {
   struct worker w[MESH_MAX_SOCKS];
   uint64_t head;  /* requests posted; the posting thread only */
   int next_sock;  /* send: the socket of the next message's first slice; the posting thread only */
-  pthread_mutex_t mu; /* receive: guards posted and wakes threads holding a header for a later request */
+  pthread_mutex_t mu; /* receive: wakes threads holding a header for a request not posted yet */
   pthread_cond_t cv;
-  uint64_t posted;
-  int nwaiting;
+  _Atomic uint64_t posted; /* receive: requests posted (their fields written before it moves) */
+  atomic_int nwaiting;
   atomic_int closing;
   atomic_int broken;
   char error[MESH_ERRLEN]; /* first failure; written once under mu before broken is set */
@@ -163,17 +166,18 @@ static void fail(struct mesh_tcp_comm *c, struct mesh_tcp_request *r, int quiet,
 static void *send_main(struct worker *w) {
   struct mesh_tcp_comm *c = w->comm;
   for (;;) {
-    pthread_mutex_lock(&w->mu);
-    while (!atomic_load(&c->closing) && w->qhead == w->qtail) {
-      w->waiting = 1;
-      pthread_cond_wait(&w->cv, &w->mu);
-      w->waiting = 0;
+    if (w->qhead == atomic_load(&w->qtail)) {
+      /* waiting goes up before the queue is looked at again, and the producer moves qtail before it looks
+       * at waiting: one of the two sees the other, so no task is left asleep */
+      pthread_mutex_lock(&w->mu);
+      atomic_store(&w->waiting, 1);
+      while (!atomic_load(&c->closing) && w->qhead == atomic_load(&w->qtail)) pthread_cond_wait(&w->cv, &w->mu);
+      atomic_store(&w->waiting, 0);
+      pthread_mutex_unlock(&w->mu);
+      if (w->qhead == atomic_load(&w->qtail)) return NULL; /* closing */
     }
-    int stop = w->qhead == w->qtail;
     struct task t = w->q[w->qhead % MESH_TCP_RING];
-    if (!stop) w->qhead++;
-    pthread_mutex_unlock(&w->mu);
-    if (stop) return NULL;
+    w->qhead++;
     struct mesh_tcp_request *r = t.r;
     uint8_t hdr[HDR_BYTES];
     memcpy(hdr, HDR_MAGIC, 4);
@@ -214,14 +218,14 @@ static void *recv_main(struct worker *w) {
       return NULL;
     }
     /* The slice may belong to a request not posted yet: wait for it (TCP holds the rest back meanwhile). */
-    pthread_mutex_lock(&c->mu);
-    while (!atomic_load(&c->closing) && c->posted <= seq) {
-      c->nwaiting++;
-      pthread_cond_wait(&c->cv, &c->mu);
-      c->nwaiting--;
+    if (atomic_load(&c->posted) <= seq) {
+      pthread_mutex_lock(&c->mu);
+      atomic_fetch_add(&c->nwaiting, 1);
+      while (!atomic_load(&c->closing) && atomic_load(&c->posted) <= seq) pthread_cond_wait(&c->cv, &c->mu);
+      atomic_fetch_sub(&c->nwaiting, 1);
+      pthread_mutex_unlock(&c->mu);
+      if (atomic_load(&c->closing)) return NULL;
     }
-    pthread_mutex_unlock(&c->mu);
-    if (atomic_load(&c->closing)) return NULL;
     struct mesh_tcp_request *r = &c->reqs[seq % MESH_TCP_RING];
     if (r->seq != seq) {
       fail(c, NULL, 0, "socket %d of %d: a slice of message %llu arrived after that request was done", w->j, c->nsocks,
@@ -292,11 +296,14 @@ struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, int nsoc
 }
 
 static void queue_slice(struct worker *w, struct mesh_tcp_request *r, size_t off, size_t len) {
-  pthread_mutex_lock(&w->mu);
-  w->q[w->qtail % MESH_TCP_RING] = (struct task){r, off, len};
-  w->qtail++;
-  if (w->waiting) pthread_cond_signal(&w->cv);
-  pthread_mutex_unlock(&w->mu);
+  uint64_t tail = atomic_load_explicit(&w->qtail, memory_order_relaxed);
+  w->q[tail % MESH_TCP_RING] = (struct task){r, off, len};
+  atomic_store(&w->qtail, tail + 1);
+  if (atomic_load(&w->waiting)) {
+    pthread_mutex_lock(&w->mu);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+  }
 }
 
 int mesh_tcp_post(struct mesh_tcp_comm *c, void *data, size_t size, int tag, struct mesh_tcp_request **req) {
@@ -322,10 +329,12 @@ int mesh_tcp_post(struct mesh_tcp_comm *c, void *data, size_t size, int tag, str
   } else {
     atomic_store(&r->arrived, 0);
     atomic_store(&r->msg_size, 0);
-    pthread_mutex_lock(&c->mu);
-    c->posted = c->head + 1;
-    if (c->nwaiting) pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
+    atomic_store(&c->posted, c->head + 1); /* as for the send queues: posted first, then nwaiting */
+    if (atomic_load(&c->nwaiting)) {
+      pthread_mutex_lock(&c->mu);
+      pthread_cond_broadcast(&c->cv);
+      pthread_mutex_unlock(&c->mu);
+    }
   }
   c->head++;
   *req = r;
