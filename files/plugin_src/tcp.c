@@ -299,10 +299,15 @@ static void queue_slice(struct worker *w, struct mesh_tcp_request *r, size_t off
   uint64_t tail = atomic_load_explicit(&w->qtail, memory_order_relaxed);
   w->q[tail % MESH_TCP_RING] = (struct task){r, off, len};
   atomic_store(&w->qtail, tail + 1);
+}
+
+static void wake(struct worker *w) {
   if (atomic_load(&w->waiting)) {
+    /* through the mutex once, so a thread between its last look and its wait is in the wait; the signal
+     * after unlocking, so the woken thread does not block on the mutex at once */
     pthread_mutex_lock(&w->mu);
-    pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
+    pthread_cond_signal(&w->cv);
   }
 }
 
@@ -325,6 +330,8 @@ int mesh_tcp_post(struct mesh_tcp_comm *c, void *data, size_t size, int tag, str
       mesh_tcp_slice(size, c->nsocks, i, &off, &len);
       queue_slice(&c->w[(c->next_sock + i) % c->nsocks], r, off, len);
     }
+    /* every slice queued before any thread wakes: a woken thread cannot delay the rest of the message */
+    for (int i = 0; i < n; i++) wake(&c->w[(c->next_sock + i) % c->nsocks]);
     c->next_sock = (c->next_sock + n) % c->nsocks;
   } else {
     atomic_store(&r->arrived, 0);
