@@ -9,7 +9,8 @@
  *   gid_attrs/types/<i>  "RoCE v2" | "IB/RoCE v1" (reading an empty slot fails)
  *   gid_attrs/ndevs/<i>  netdev name
  * A RoCE v2 GID that holds an IPv4 address is ::ffff:a.b.c.d; that address's subnet (from the
- * host's interface list) says which peers the port reaches directly.
+ * host's interface list) says which peers the port reaches directly; several ports on subnets of one
+ * peer are rails.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -168,18 +169,33 @@ int mesh_nic_scan(const char *sysfs_root, int gid_index, const struct mesh_ifadd
   return n;
 }
 
-int mesh_nic_choose(const struct mesh_nic *nics, int n, const uint32_t *peers, int npeer, int *peer_idx) {
-  int best = -1, best_score = -1;
-  for (int p = 0; p < npeer; p++) {
-    for (int i = 0; i < n; i++) {
-      if (nics[i].prefix < 0 || !mesh_subnet_contains(nics[i].addr, nics[i].prefix, peers[p])) continue;
-      int score = nics[i].prefix * 2 + (nics[i].active ? 1 : 0);
-      if (score > best_score) {
-        best_score = score;
-        best = i;
-        *peer_idx = p;
+int mesh_nic_rails(const struct mesh_nic *nics, int n, const uint32_t *peers, int npeer, int *nic_idx, int *peer_idx,
+                   int max) {
+  int best = -1, any_active = 0;
+  for (int i = 0; i < n; i++)
+    for (int p = 0; p < npeer; p++)
+      if (nics[i].prefix >= 0 && mesh_subnet_contains(nics[i].addr, nics[i].prefix, peers[p]) &&
+          nics[i].prefix >= best) {
+        if (nics[i].prefix > best) any_active = 0;
+        best = nics[i].prefix;
+        any_active |= nics[i].active;
       }
+  if (best < 0) return 0;
+  int k = 0;
+  for (int i = 0; i < n && k < max; i++) {
+    if (nics[i].prefix != best || (any_active && !nics[i].active)) continue;
+    int dup = 0;
+    for (int j = 0; j < k; j++) dup |= nics[nic_idx[j]].addr == nics[i].addr;
+    if (dup) continue;
+    for (int p = 0; p < npeer; p++) {
+      int taken = 0;
+      for (int j = 0; j < k; j++) taken |= peers[peer_idx[j]] == peers[p];
+      if (taken || !mesh_subnet_contains(nics[i].addr, best, peers[p])) continue;
+      nic_idx[k] = i;
+      peer_idx[k] = p;
+      k++;
+      break;
     }
   }
-  return best;
+  return k;
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
  * handle.c: the connect handle NCCL carries from the listening rank to the connecting one.
  *
- * Wire layout (MESH_HANDLE_WIRE_BYTES = 100, integers big-endian):
- *   0  "MSH1" magic          4  version (1)   5  backend   6  nsocks   7  naddrs
+ * Wire layout (MESH_HANDLE_WIRE_BYTES = 104, integers big-endian):
+ *   0  "MSH1" magic          4  version (2)   5  backend   6  nsocks   7  naddrs
  *   8  port (2)             10  reserved (2) 12  nonce (8)
  *  20  16 IPv4 addresses (4 each)            84  16 prefix lengths (1 each)
- * Bytes 100..119 stay zero; 120..127 belong to the connector (its progress pointer).
+ * 100  node address (4; 0 = none)
+ * Bytes 104..119 stay zero; 120..127 belong to the connector (its progress pointer).
+ * Version 2 (node address, self-describing TCP slices) does not talk to version 1: every node runs one build.
  */
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +16,7 @@
 #include "wire.h"
 
 #define MAGIC "MSH1"
-#define VERSION 1
+#define VERSION 2
 
 _Static_assert(MESH_HANDLE_WIRE_BYTES <= MESH_HANDLE_STATE_OFFSET, "handle overlaps the connector's state");
 _Static_assert(MESH_HANDLE_STATE_OFFSET + sizeof(void *) <= MESH_ABI_HANDLE_MAXSIZE, "handle exceeds NCCL's 128 bytes");
@@ -54,6 +56,7 @@ int mesh_handle_pack(const struct mesh_handle *h, void *buf, size_t buflen, char
     put32(b + 20 + 4 * i, h->addrs[i]);
     b[84 + i] = h->prefixes[i];
   }
+  put32(b + 100, h->node_addr);
   return 0;
 }
 
@@ -64,9 +67,13 @@ int mesh_handle_unpack(const void *buf, size_t buflen, struct mesh_handle *h, ch
     snprintf(err, errlen, "handle of %zu bytes, need %d", buflen, MESH_HANDLE_WIRE_BYTES);
     return -1;
   }
-  if (memcmp(b, MAGIC, 4) != 0 || b[4] != VERSION) {
-    snprintf(err, errlen, "not a Mesh plugin handle (version %d expected): was the peer's NCCL_NET_PLUGIN the same?",
-             VERSION);
+  if (memcmp(b, MAGIC, 4) != 0) {
+    snprintf(err, errlen, "not a Mesh plugin handle: was the peer's NCCL_NET_PLUGIN the same?");
+    return -1;
+  }
+  if (b[4] != VERSION) {
+    snprintf(err, errlen, "the peer's Mesh plugin speaks handle version %u, this one %d: install the same plugin build "
+             "on every node", b[4], VERSION);
     return -1;
   }
   h->backend = b[5];
@@ -88,5 +95,6 @@ int mesh_handle_unpack(const void *buf, size_t buflen, struct mesh_handle *h, ch
       return -1;
     }
   }
+  h->node_addr = get32(b + 100);
   return 0;
 }

@@ -56,6 +56,11 @@ int mesh_config_load(struct mesh_config *cfg, char *err, size_t errlen) {
   cfg->traffic_class = tc;
   const char *ifn = getenv("NCCL_MESH_IFNAME");
   snprintf(cfg->ifname, sizeof(cfg->ifname), "%s", ifn ? ifn : "");
+  const char *node = getenv("NCCL_MESH_NODE_ADDR");
+  if (node != NULL && *node != '\0' && (mesh_ipv4_parse(node, &cfg->node_addr) != 0 || cfg->node_addr == 0)) {
+    snprintf(err, errlen, "NCCL_MESH_NODE_ADDR=%s: expected this node's IPv4 node address (a.b.c.d, no prefix)", node);
+    return -1;
+  }
   const char *root = getenv("NCCL_MESH_SYSFS_ROOT");
   snprintf(cfg->sysfs_root, sizeof(cfg->sysfs_root), "%s", (root && *root) ? root : "/sys");
   return 0;

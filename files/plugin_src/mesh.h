@@ -28,6 +28,7 @@ struct mesh_config {
   int gid_index;                 /* NCCL_MESH_GID_INDEX, -1 = automatic */
   int traffic_class;             /* NCCL_MESH_TC, else NCCL_IB_TC, else -1 */
   int connect_timeout_ms;        /* NCCL_MESH_CONNECT_TIMEOUT_MS */
+  uint32_t node_addr;            /* NCCL_MESH_NODE_ADDR: this node's routed address, 0 = none */
   char ifname[256];              /* NCCL_MESH_IFNAME: interface filter (NCCL_SOCKET_IFNAME syntax) */
   char sysfs_root[256];          /* NCCL_MESH_SYSFS_ROOT (tests), default /sys */
 };
@@ -57,16 +58,20 @@ int mesh_subnet_contains(uint32_t net_addr, int prefix, uint32_t addr);
 int mesh_ifname_matches(const char *filter, const char *name, int is_loopback);
 /* The host's IPv4 addresses that pass the filter (no /32: a host route holds no peer). */
 int mesh_if_list(const char *filter, struct mesh_ifaddr *out, int max);
-/* Picks the local address whose subnet holds one of the peer's addresses: the longest prefix wins,
- * then the peer's order, then the local order.  Returns 0 and the two indices, or -1. */
-int mesh_choose_route(const struct mesh_ifaddr *locals, int nlocal, const uint32_t *peers, int npeer,
-                      int *local_idx, int *peer_idx);
+/* The cables that face a peer: every (local, peer address) pair whose local subnet holds the peer's
+ * address, at the longest such prefix (a cable's /30 beats a management /24 both nodes share); each local
+ * address and each peer address used once, in local order.  Several pairs are rails (one subnet per cable).
+ * Returns how many (0: no cable in common), at most max. */
+int mesh_choose_rails(const struct mesh_ifaddr *locals, int nlocal, const uint32_t *peers, int npeer,
+                      int *local_idx, int *peer_idx, int max);
+/* 1 when this host holds addr (bind succeeds), 0 when not. */
+int mesh_addr_is_local(uint32_t addr);
 /* The prefix length of a local address, -1 when the host does not hold it. */
 int mesh_if_prefix_of(const struct mesh_ifaddr *locals, int nlocal, uint32_t addr);
 
 /* ---- the connect handle: handle.c ---- */
 #define MESH_HANDLE_MAX_ADDRS 16
-#define MESH_HANDLE_WIRE_BYTES 100
+#define MESH_HANDLE_WIRE_BYTES 104
 #define MESH_HANDLE_STATE_OFFSET 120 /* the connector keeps its progress pointer here */
 enum mesh_backend { MESH_BACKEND_TCP = 1, MESH_BACKEND_VERBS = 2 };
 
@@ -78,6 +83,7 @@ struct mesh_handle {
   uint32_t addrs[MESH_HANDLE_MAX_ADDRS];
   uint8_t prefixes[MESH_HANDLE_MAX_ADDRS];
   uint64_t nonce;
+  uint32_t node_addr; /* the listener's NCCL_MESH_NODE_ADDR, 0 = none */
 };
 
 int mesh_handle_pack(const struct mesh_handle *h, void *buf, size_t buflen, char *err, size_t errlen);
@@ -87,18 +93,41 @@ const char *mesh_backend_name(int backend);
 /* ---- connection set-up over TCP (both backends): sock.c ---- */
 #define MESH_HELLO_BYTES 32
 struct mesh_route {
-  uint32_t local;  /* our address on the chosen subnet */
-  uint32_t peer;   /* the peer's address on it */
+  uint32_t local;  /* our address on the chosen subnet (node routes: our node address, 0 = the kernel's choice) */
+  uint32_t peer;   /* the peer's address on it (node routes: its node address) */
   int prefix;
   char ifname[IF_NAMESIZE];
+  int via_node;    /* 1: no cable in common, the peer's node address over the routed data cables */
 };
-/* "peer 10.1.0.2, NIC eth1 (10.1.0.1), GID -, subnet 10.1.0.0/30": every error carries it. */
+/* "peer 10.1.0.2, NIC eth1 (10.1.0.1), GID -, subnet 10.1.0.0/30": every error carries it.  A node route
+ * reads "peer 10.255.0.3 (node address, routed), from 10.255.0.1, GID -, subnet -". */
 void mesh_route_desc(const struct mesh_route *r, const char *nic, const char *gid, char *out, size_t len);
+/* Several routes, "; "-separated (rails). */
+void mesh_routes_desc(const struct mesh_route *r, int n, char *out, size_t len);
+
+/* How the TCP backend reaches a peer. */
+enum mesh_plan_kind { MESH_PLAN_NONE = 0, MESH_PLAN_DIRECT = 1, MESH_PLAN_NODE = 2 };
+struct mesh_plan {
+  int kind;
+  int nroutes; /* DIRECT: the rails; NODE: 1 */
+  struct mesh_route routes[MESH_MAX_SOCKS];
+};
+/* DIRECT over every cable that faces the peer; NODE to the peer's node address when no cable faces it
+ * (or, with node addresses at both ends, when only a subnet wider than this node's narrowest one holds
+ * the peer: a shared network such as management, not a cable); NONE when neither. */
+int mesh_plan_tcp(const struct mesh_ifaddr *locals, int nlocal, const struct mesh_handle *peer, uint32_t own_node,
+                  struct mesh_plan *plan);
+/* verbs rails: 0, 1, 2, ... for successive connections to the peer whose first address is key. */
+unsigned mesh_rail_next(uint32_t key);
+/* Sockets per connection over n routes: nsocks rounded up to a multiple of n (each cable an equal share),
+ * at most MESH_MAX_SOCKS. */
+int mesh_rail_sockets(int nsocks, int nroutes);
 
 enum mesh_sock_stage { MESH_SOCK_CONNECTING = 0, MESH_SOCK_HELLO = 1, MESH_SOCK_DONE = 2 };
 
 struct mesh_connector {
-  struct mesh_route route;
+  struct mesh_route routes[MESH_MAX_SOCKS]; /* socket i goes over routes[i % nroutes] */
+  int nroutes;
   uint16_t port;
   uint64_t nonce;
   uint64_t conn_id;
@@ -112,9 +141,9 @@ struct mesh_connector {
   int attempts;
 };
 
-/* Starts nsocks non-blocking connections from route->local to route->peer:port. */
-int mesh_connector_start(struct mesh_connector *c, const struct mesh_route *route, uint16_t port, uint64_t nonce,
-                         int nsocks, int timeout_ms, char *err, size_t errlen);
+/* Starts nsocks non-blocking connections, socket i from routes[i % nroutes].local to its .peer:port. */
+int mesh_connector_start(struct mesh_connector *c, const struct mesh_route *routes, int nroutes, uint16_t port,
+                         uint64_t nonce, int nsocks, int timeout_ms, char *err, size_t errlen);
 /* 1: every socket connected and greeted; 0: call again; -1: failed (err says why). */
 int mesh_connector_progress(struct mesh_connector *c, char *err, size_t errlen);
 void mesh_connector_abort(struct mesh_connector *c);
@@ -155,7 +184,9 @@ int mesh_recv_some(int fd, void *buf, size_t len, size_t *done);
 #define MESH_TCP_MIN_SLICE (64 * 1024)
 struct mesh_tcp_comm;
 struct mesh_tcp_request;
-/* The part of a message of `size` bytes that socket j of n carries. */
+/* How many slices a message of `size` bytes is cut into over nsocks sockets (1 for size 0). */
+int mesh_tcp_nslices(size_t size, int nsocks);
+/* Slice j of a message of `size` bytes over nsocks sockets (len 0 past the last). */
 void mesh_tcp_slice(size_t size, int nsocks, int j, size_t *offset, size_t *len);
 struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, int nsocks, const char *desc, char *err,
                                            size_t errlen);
@@ -186,8 +217,10 @@ int mesh_gid_ipv4(const uint8_t gid[16], uint32_t *addr);
  * notes buffer collects why ports were left out. */
 int mesh_nic_scan(const char *sysfs_root, int gid_index, const struct mesh_ifaddr *locals, int nlocal,
                   struct mesh_nic *out, int max, char *notes, size_t noteslen);
-/* The NIC entry whose subnet holds one of the peer addresses (longest prefix); -1 if none. */
-int mesh_nic_choose(const struct mesh_nic *nics, int n, const uint32_t *peers, int npeer, int *peer_idx);
+/* The NICs that face a peer (rails): entries whose subnet holds one of the peer's addresses, at the longest
+ * such prefix, ACTIVE ports only when any is; each NIC address and peer address once.  Returns the count. */
+int mesh_nic_rails(const struct mesh_nic *nics, int n, const uint32_t *peers, int npeer, int *nic_idx, int *peer_idx,
+                   int max);
 
 /* ---- the verbs backend: verbs.c, verbs_ops.c ---- */
 struct mesh_verbs_ops;

@@ -2,9 +2,11 @@
  * plugin.c: the Mesh network — one implementation — and the tables NCCL finds by the symbols
  * ncclNetPlugin_v8 .. ncclNetPlugin_v11.
  *
- * The plugin shows NCCL one network device that stands for all of the node's mesh links: for each
- * connection it picks the local address (TCP) or the RDMA NIC and GID (verbs) whose subnet holds one
- * of the peer's addresses from the connect handle, whatever device index NCCL passed.
+ * The plugin shows NCCL one network device that stands for all of the node's cables: for each connection
+ * it picks, from the peer's addresses in the connect handle and whatever device index NCCL passed, the
+ * cables facing the peer (route.c): TCP spreads a connection's sockets over all of them (rails) and
+ * reaches a peer no cable faces at its node address; verbs puts each connection's queue pair on one
+ * facing NIC, the next connection to that peer on the next one, and refuses a peer no cable faces.
  */
 #include <arpa/inet.h>
 #include <limits.h>
@@ -50,9 +52,20 @@ struct mesh_connect_state {
   int backend;
   struct mesh_connector conn;
   struct mesh_nic nic;
-  struct mesh_route route;
+  struct mesh_plan plan; /* TCP: the routes; verbs: routes[0] */
   struct mesh_verbs_conn *vc;
 };
+
+static void list_nics(char *out, size_t len) {
+  out[0] = '\0';
+  for (int i = 0; i < g_nnics; i++) {
+    char s[MESH_STR];
+    mesh_subnet_str(g_nics[i].addr, g_nics[i].prefix, s, sizeof(s));
+    size_t used = strlen(out);
+    snprintf(out + used, len - used, "%s%s:%d %s", i ? ", " : "", g_nics[i].dev, g_nics[i].port, s);
+  }
+  if (g_nnics == 0) snprintf(out, len, "none");
+}
 
 static void list_locals(char *out, size_t len) {
   out[0] = '\0';
@@ -95,6 +108,16 @@ static mesh_abi_result_t do_init(mesh_abi_logger_t logger) {
   g_nifs = mesh_if_list(g_cfg.ifname, g_ifs, MESH_MAX_IFADDRS);
   if (g_nifs < 0) g_nifs = 0;
   list_locals(locals, sizeof(locals));
+  char node[MESH_STR] = "none";
+  if (g_cfg.node_addr != 0) {
+    mesh_ipv4_str(g_cfg.node_addr, node, sizeof(node));
+    if (!mesh_addr_is_local(g_cfg.node_addr)) {
+      mesh_warn("NCCL_MESH_NODE_ADDR=%s is not an address of this host: the node address must be assigned here "
+                "(on lo or a dummy interface) and routed to the other nodes over the data cables", node);
+      g_init_rc = MESH_ABI_SYSTEM_ERROR;
+      goto out;
+    }
+  }
   g_backend = MESH_BACKEND_TCP;
   if (g_cfg.transport != MESH_TRANSPORT_TCP) {
     if (mesh_verbs_ops_in_use() == NULL) mesh_verbs_use_ops(mesh_verbs_real_ops(err, sizeof(err)));
@@ -130,7 +153,7 @@ static mesh_abi_result_t do_init(mesh_abi_logger_t logger) {
       if (s > g_speed) g_speed = s;
     }
     if (g_speed == 0) g_speed = 10000;
-    mesh_info("backend tcp, %d sockets per connection, addresses: %s", g_cfg.nsocks, locals);
+    mesh_info("backend tcp, %d sockets per connection, addresses: %s; node address %s", g_cfg.nsocks, locals, node);
   } else {
     char path[512];
     snprintf(path, sizeof(path), "%s/class/infiniband/%s/device", g_cfg.sysfs_root, g_nics[0].dev);
@@ -240,6 +263,7 @@ static mesh_abi_result_t do_listen(int dev, void *handle, void **listen_comm) {
   h.backend = (uint8_t)g_backend;
   h.nsocks = (uint8_t)l->nsocks;
   h.nonce = mesh_random64();
+  h.node_addr = g_cfg.node_addr;
   if (g_backend == MESH_BACKEND_TCP) {
     for (int i = 0; i < g_nifs && h.naddrs < MESH_HANDLE_MAX_ADDRS; i++) {
       h.addrs[h.naddrs] = g_ifs[i].addr;
@@ -282,6 +306,10 @@ static void peer_list(const struct mesh_handle *h, char *out, size_t len) {
     size_t used = strlen(out);
     snprintf(out + used, len - used, "%s%s (subnet %s)", i ? ", " : "", a, s);
   }
+  char n[MESH_STR] = "none";
+  if (h->node_addr) mesh_ipv4_str(h->node_addr, n, sizeof(n));
+  size_t used = strlen(out);
+  snprintf(out + used, len - used, "; node address %s", n);
 }
 
 static struct mesh_comm *new_comm(int is_send) {
@@ -315,45 +343,65 @@ static mesh_abi_result_t do_connect(int dev, void *handle, void **send_comm) {
     st = calloc(1, sizeof(*st));
     if (st == NULL) return MESH_ABI_SYSTEM_ERROR;
     st->backend = g_backend;
-    int pi = -1;
+    int nsocks = h.nsocks;
     if (g_backend == MESH_BACKEND_TCP) {
-      int li = -1;
-      if (mesh_choose_route(g_ifs, g_nifs, h.addrs, h.naddrs, &li, &pi) != 0) {
+      if (mesh_plan_tcp(g_ifs, g_nifs, &h, g_cfg.node_addr, &st->plan) == MESH_PLAN_NONE) {
         char locals[1024];
         list_locals(locals, sizeof(locals));
         mesh_warn("connect: no local address shares a subnet with the peer's addresses %s (local: %s; "
-                  "NIC -, GID -; check NCCL_MESH_IFNAME and the mesh addressing)",
+                  "NIC -, GID -): no cable faces the peer and it advertises no node address; check NCCL_MESH_IFNAME "
+                  "and the addressing, or set NCCL_MESH_NODE_ADDR on every node to reach non-neighbours over the "
+                  "routed cables",
                   peers, locals);
         free(st);
         return MESH_ABI_SYSTEM_ERROR;
       }
-      st->route.local = g_ifs[li].addr;
-      st->route.prefix = g_ifs[li].prefix;
-      snprintf(st->route.ifname, sizeof(st->route.ifname), "%s", g_ifs[li].name);
+      nsocks = mesh_rail_sockets(h.nsocks, st->plan.nroutes);
     } else {
-      int ni = mesh_nic_choose(g_nics, g_nnics, h.addrs, h.naddrs, &pi);
-      if (ni < 0) {
-        mesh_warn("connect: no RDMA NIC has a RoCE v2 GID on a subnet of the peer's addresses %s (%d candidate "
-                  "NIC/GID pairs; set NCCL_MESH_GID_INDEX or check the port addresses)",
-                  peers, g_nnics);
+      int ni[MESH_MAX_NICS], pi[MESH_MAX_NICS];
+      int n = mesh_nic_rails(g_nics, g_nnics, h.addrs, h.naddrs, ni, pi, MESH_MAX_NICS);
+      if (n == 0) {
+        char nics[1024];
+        list_nics(nics, sizeof(nics));
+        mesh_warn("connect: the verbs backend reaches only peers it shares a cable with, and no RoCE port of this "
+                  "node is on a subnet of the peer's addresses %s (this node's RoCE ports: %s). Cable the two "
+                  "nodes, order the ranks along the cabling so that NCCL's rings join neighbours only "
+                  "(NCCL_ALGO=Ring), or run NCCL_MESH_TRANSPORT=tcp, which reaches non-neighbours at their node "
+                  "address; NCCL_MESH_GID_INDEX picks another GID",
+                  peers, nics);
         free(st);
         return MESH_ABI_SYSTEM_ERROR;
       }
-      st->nic = g_nics[ni];
-      st->route.local = st->nic.addr;
-      st->route.prefix = st->nic.prefix;
-      snprintf(st->route.ifname, sizeof(st->route.ifname), "%s", st->nic.netdev);
+      int k = (int)(mesh_rail_next(h.addrs[0]) % (unsigned)n);
+      st->nic = g_nics[ni[k]];
+      struct mesh_route *r = &st->plan.routes[0];
+      st->plan.kind = MESH_PLAN_DIRECT;
+      st->plan.nroutes = 1;
+      r->local = st->nic.addr;
+      r->prefix = st->nic.prefix;
+      r->peer = h.addrs[pi[k]];
+      snprintf(r->ifname, sizeof(r->ifname), "%s", st->nic.netdev);
+      if (n > 1) mesh_info("connect: %d NICs face the peer %s: this connection takes rail %d", n, peers, k + 1);
     }
-    st->route.peer = h.addrs[pi];
-    if (mesh_connector_start(&st->conn, &st->route, h.port, h.nonce, h.nsocks, g_cfg.connect_timeout_ms, err,
-                             sizeof(err)) != 0) {
+    if (mesh_connector_start(&st->conn, st->plan.routes, st->plan.nroutes, h.port, h.nonce, nsocks,
+                             g_cfg.connect_timeout_ms, err, sizeof(err)) != 0) {
       mesh_warn("connect: %s", err);
       free(st);
       return MESH_ABI_SYSTEM_ERROR;
     }
-    mesh_route_desc(&st->route, g_backend == MESH_BACKEND_VERBS ? st->nic.dev : st->route.ifname,
-                    g_backend == MESH_BACKEND_VERBS ? st->nic.gid_text : NULL, desc, sizeof(desc));
-    mesh_info("connect: %s, port %u, %u sockets", desc, h.port, h.nsocks);
+    if (g_backend == MESH_BACKEND_VERBS) {
+      mesh_route_desc(&st->plan.routes[0], st->nic.dev, st->nic.gid_text, desc, sizeof(desc));
+      mesh_info("connect: %s, port %u", desc, h.port);
+    } else if (st->plan.kind == MESH_PLAN_NODE) {
+      mesh_route_desc(&st->plan.routes[0], NULL, NULL, desc, sizeof(desc));
+      mesh_info("connect: no cable faces the peer (%s): TCP to its node address over the routed cables: %s, port "
+                "%u, %d sockets",
+                peers, desc, h.port, nsocks);
+    } else {
+      mesh_routes_desc(st->plan.routes, st->plan.nroutes, desc, sizeof(desc));
+      mesh_info("connect: %s, port %u, %d sockets over %d cable%s", desc, h.port, nsocks, st->plan.nroutes,
+                st->plan.nroutes > 1 ? "s (rails)" : "");
+    }
     memcpy((char *)handle + MESH_HANDLE_STATE_OFFSET, &st, sizeof(st));
   }
   mesh_abi_result_t rc = MESH_ABI_SUCCESS;
@@ -365,9 +413,8 @@ static mesh_abi_result_t do_connect(int dev, void *handle, void **send_comm) {
       goto finish;
     }
     if (p == 0) return MESH_ABI_SUCCESS;
-    mesh_route_desc(&st->route, g_backend == MESH_BACKEND_VERBS ? st->nic.dev : st->route.ifname,
-                    g_backend == MESH_BACKEND_VERBS ? st->nic.gid_text : NULL, desc, sizeof(desc));
     if (st->backend == MESH_BACKEND_TCP) {
+      mesh_routes_desc(st->plan.routes, st->plan.nroutes, desc, sizeof(desc));
       struct mesh_comm *c = new_comm(1);
       if (c) c->tcp = mesh_tcp_comm_create(1, st->conn.fds, st->conn.nsocks, desc, err, sizeof(err));
       if (c == NULL || c->tcp == NULL) {
@@ -380,7 +427,8 @@ static mesh_abi_result_t do_connect(int dev, void *handle, void **send_comm) {
       *send_comm = c;
       goto finish;
     }
-    st->vc = mesh_verbs_conn_start(1, st->conn.fds[0], &st->nic, &st->route, g_cfg.traffic_class, err, sizeof(err));
+    st->vc = mesh_verbs_conn_start(1, st->conn.fds[0], &st->nic, &st->plan.routes[0], g_cfg.traffic_class, err,
+                                   sizeof(err));
     if (st->vc == NULL) {
       mesh_warn("connect: %s", err);
       rc = MESH_ABI_SYSTEM_ERROR;
@@ -421,6 +469,7 @@ static void route_of_socket(int fd, struct mesh_route *r) {
   if (getsockname(fd, (struct sockaddr *)&a, &sl) == 0) r->local = ntohl(a.sin_addr.s_addr);
   sl = sizeof(a);
   if (getpeername(fd, (struct sockaddr *)&a, &sl) == 0) r->peer = ntohl(a.sin_addr.s_addr);
+  r->via_node = g_cfg.node_addr != 0 && r->local == g_cfg.node_addr;
   for (int i = 0; i < g_nifs; i++) {
     if (g_ifs[i].addr == r->local) {
       r->prefix = g_ifs[i].prefix;
@@ -445,8 +494,17 @@ static mesh_abi_result_t do_accept(void *listen_comm, void **recv_comm) {
     struct mesh_route route;
     route_of_socket(fds[0], &route);
     if (l->backend == MESH_BACKEND_TCP) {
-      mesh_route_desc(&route, route.ifname, NULL, desc, sizeof(desc));
-      mesh_info("accept: %s, %d sockets", desc, n);
+      struct mesh_route routes[MESH_MAX_SOCKS];
+      int nr = 0;
+      for (int i = 0; i < n; i++) { /* one entry per cable the sockets came in on */
+        struct mesh_route r;
+        route_of_socket(fds[i], &r);
+        int dup = 0;
+        for (int k = 0; k < nr; k++) dup |= routes[k].local == r.local && routes[k].peer == r.peer;
+        if (!dup) routes[nr++] = r;
+      }
+      mesh_routes_desc(routes, nr, desc, sizeof(desc));
+      mesh_info("accept: %s, %d sockets over %d route%s", desc, n, nr, nr > 1 ? "s" : "");
       struct mesh_comm *c = new_comm(0);
       if (c) c->tcp = mesh_tcp_comm_create(0, fds, n, desc, err, sizeof(err));
       if (c == NULL || c->tcp == NULL) {
@@ -462,7 +520,7 @@ static mesh_abi_result_t do_accept(void *listen_comm, void **recv_comm) {
     int ni = -1, pi = 0;
     for (int i = 0; i < g_nnics && ni < 0; i++)
       if (g_nics[i].addr == route.local) ni = i;
-    if (ni < 0) ni = mesh_nic_choose(g_nics, g_nnics, &route.peer, 1, &pi);
+    if (ni < 0 && mesh_nic_rails(g_nics, g_nnics, &route.peer, 1, &ni, &pi, 1) == 0) ni = -1;
     if (ni < 0) {
       mesh_route_desc(&route, NULL, NULL, desc, sizeof(desc));
       mesh_warn("accept: no RDMA NIC has a RoCE v2 GID on the subnet of the connection (%s)", desc);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
  * sock.c: connection set-up over TCP without blocking, as NCCL's connect/accept require.
  *
- * The connector opens nsocks sockets from its address on the chosen subnet to the peer's address
- * and sends a 32-byte hello on each: "MSHH", socket index, nsocks, 0, the listener's nonce (from
+ * The connector opens nsocks sockets, socket i over route i mod nroutes (rails: one route per cable facing
+ * the peer), from our address on that route to the peer's, and sends a 32-byte hello on each: "MSHH", socket index, nsocks, 0, the listener's nonce (from
  * the handle) and a connection id.  The acceptor collects sockets until one connection is whole.
  */
 #include <arpa/inet.h>
@@ -79,6 +79,11 @@ void mesh_route_desc(const struct mesh_route *r, const char *nic, const char *gi
   char peer[MESH_STR], local[MESH_STR], subnet[MESH_STR];
   mesh_ipv4_str(r->peer, peer, sizeof(peer));
   mesh_ipv4_str(r->local, local, sizeof(local));
+  if (r->via_node) {
+    snprintf(out, len, "peer %s (node address, routed), from %s, GID -, subnet -", peer,
+             r->local ? local : "the kernel's source address");
+    return;
+  }
   mesh_subnet_str(r->local, r->prefix, subnet, sizeof(subnet));
   /* TCP names the interface as the NIC: say it once. */
   int same = nic && strcmp(nic, r->ifname) == 0;
@@ -86,22 +91,40 @@ void mesh_route_desc(const struct mesh_route *r, const char *nic, const char *gi
            (r->ifname[0] && !same) ? " on " : "", same ? "" : r->ifname, (gid && *gid) ? gid : "-", subnet);
 }
 
+void mesh_routes_desc(const struct mesh_route *r, int n, char *out, size_t len) {
+  out[0] = '\0';
+  for (int i = 0; i < n; i++) {
+    size_t used = strlen(out);
+    if (used + 3 >= len) break;
+    if (i) {
+      snprintf(out + used, len - used, "; ");
+      used += 2;
+    }
+    mesh_route_desc(&r[i], r[i].ifname, NULL, out + used, len - used);
+  }
+}
+
+static const char *unreach_hint(const struct mesh_route *r) {
+  return r->via_node ? " (the peer shares no cable with this node: check the node-address routes, ip route get)" : "";
+}
 
 static int open_one(struct mesh_connector *c, int i, char *err, size_t errlen) {
   char desc[MESH_ERRLEN];
+  const struct mesh_route *route = &c->routes[i % c->nroutes];
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    mesh_route_desc(&c->route, NULL, NULL, desc, sizeof(desc));
+    mesh_route_desc(route, NULL, NULL, desc, sizeof(desc));
     snprintf(err, errlen, "socket(): %s (%s)", strerror(errno), desc);
     return -1;
   }
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(c->route.local)};
-  struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(c->port), .sin_addr.s_addr = htonl(c->route.peer)};
-  if (bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0) {
-    mesh_route_desc(&c->route, NULL, NULL, desc, sizeof(desc));
-    snprintf(err, errlen, "bind to the local address failed: %s (%s)", strerror(errno), desc);
+  struct sockaddr_in src = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(route->local)};
+  struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(c->port), .sin_addr.s_addr = htonl(route->peer)};
+  /* Bound to the cable's address (or the node address), the socket leaves by the cable facing the peer. */
+  if (route->local != 0 && bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0) {
+    mesh_route_desc(route, NULL, NULL, desc, sizeof(desc));
+    snprintf(err, errlen, "bind to the local address failed: %s (%s)%s", strerror(errno), desc, unreach_hint(route));
     close(fd);
     return -1;
   }
@@ -114,8 +137,8 @@ static int open_one(struct mesh_connector *c, int i, char *err, size_t errlen) {
       c->retry_at_ms[i] = mesh_now_ms() + 20;
       return 0;
     }
-    mesh_route_desc(&c->route, NULL, NULL, desc, sizeof(desc));
-    snprintf(err, errlen, "connect to port %u failed: %s (%s)", c->port, strerror(e), desc);
+    mesh_route_desc(route, NULL, NULL, desc, sizeof(desc));
+    snprintf(err, errlen, "connect to port %u failed: %s (%s)%s", c->port, strerror(e), desc, unreach_hint(route));
     close(fd);
     return -1;
   }
@@ -124,10 +147,15 @@ static int open_one(struct mesh_connector *c, int i, char *err, size_t errlen) {
   return 0;
 }
 
-int mesh_connector_start(struct mesh_connector *c, const struct mesh_route *route, uint16_t port, uint64_t nonce,
-                         int nsocks, int timeout_ms, char *err, size_t errlen) {
+int mesh_connector_start(struct mesh_connector *c, const struct mesh_route *routes, int nroutes, uint16_t port,
+                         uint64_t nonce, int nsocks, int timeout_ms, char *err, size_t errlen) {
   memset(c, 0, sizeof(*c));
-  c->route = *route;
+  if (nroutes < 1 || nroutes > MESH_MAX_SOCKS) {
+    snprintf(err, errlen, "%d routes, expected 1..%d", nroutes, MESH_MAX_SOCKS);
+    return -1;
+  }
+  memcpy(c->routes, routes, sizeof(*routes) * (size_t)nroutes);
+  c->nroutes = nroutes;
   c->port = port;
   c->nonce = nonce;
   c->conn_id = mesh_random64();
@@ -157,6 +185,7 @@ int mesh_connector_progress(struct mesh_connector *c, char *err, size_t errlen) 
   int64_t now = mesh_now_ms();
   int done = 0;
   for (int i = 0; i < c->nsocks; i++) {
+    const struct mesh_route *route = &c->routes[i % c->nroutes];
     if (c->stage[i] == MESH_SOCK_CONNECTING) {
       if (c->fds[i] < 0) {
         if (now < c->retry_at_ms[i]) goto check_deadline;
@@ -173,15 +202,15 @@ int mesh_connector_progress(struct mesh_connector *c, char *err, size_t errlen) 
         c->fds[i] = -1;
         c->retry_at_ms[i] = now + 20;
         if (now > c->deadline_ms) {
-          mesh_route_desc(&c->route, NULL, NULL, desc, sizeof(desc));
-          snprintf(err, errlen, "connect to port %u: %s after %d attempts (%s)", c->port, strerror(soerr),
-                   c->attempts, desc);
+          mesh_route_desc(route, NULL, NULL, desc, sizeof(desc));
+          snprintf(err, errlen, "connect to port %u: %s after %d attempts (%s)%s", c->port, strerror(soerr),
+                   c->attempts, desc, unreach_hint(route));
           return -1;
         }
         continue;
       }
       if (soerr != 0) {
-        mesh_route_desc(&c->route, NULL, NULL, desc, sizeof(desc));
+        mesh_route_desc(route, NULL, NULL, desc, sizeof(desc));
         snprintf(err, errlen, "connect to port %u: %s (%s)", c->port, strerror(soerr), desc);
         return -1;
       }
@@ -189,7 +218,7 @@ int mesh_connector_progress(struct mesh_connector *c, char *err, size_t errlen) 
     }
     if (c->stage[i] == MESH_SOCK_HELLO) {
       if (mesh_send_some(c->fds[i], c->hello[i], MESH_HELLO_BYTES, &c->sent[i]) != 0) {
-        mesh_route_desc(&c->route, NULL, NULL, desc, sizeof(desc));
+        mesh_route_desc(route, NULL, NULL, desc, sizeof(desc));
         snprintf(err, errlen, "sending the hello failed: %s (%s)", strerror(errno), desc);
         return -1;
       }
@@ -199,8 +228,9 @@ int mesh_connector_progress(struct mesh_connector *c, char *err, size_t errlen) 
     continue;
   check_deadline:
     if (now > c->deadline_ms) {
-      mesh_route_desc(&c->route, NULL, NULL, desc, sizeof(desc));
-      snprintf(err, errlen, "connect to port %u timed out after %d attempts (%s)", c->port, c->attempts, desc);
+      mesh_route_desc(route, NULL, NULL, desc, sizeof(desc));
+      snprintf(err, errlen, "connect to port %u timed out after %d attempts (%s)%s", c->port, c->attempts, desc,
+               unreach_hint(route));
       return -1;
     }
   }

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
- * subnet.c: IPv4 addresses of this host and the per-peer choice of the local address whose subnet
- * holds the peer (a direct-connect mesh has one subnet per node pair).
+ * subnet.c: IPv4 addresses and subnets, and the addresses of this host.
  */
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -8,6 +7,8 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "mesh.h"
 
@@ -91,23 +92,13 @@ int mesh_if_list(const char *filter, struct mesh_ifaddr *out, int max) {
   return n;
 }
 
-int mesh_choose_route(const struct mesh_ifaddr *locals, int nlocal, const uint32_t *peers, int npeer,
-                      int *local_idx, int *peer_idx) {
-  int best_l = -1, best_p = -1, best_prefix = -1;
-  for (int p = 0; p < npeer; p++) {
-    for (int l = 0; l < nlocal; l++) {
-      if (!mesh_subnet_contains(locals[l].addr, locals[l].prefix, peers[p])) continue;
-      if (locals[l].prefix > best_prefix) {
-        best_prefix = locals[l].prefix;
-        best_l = l;
-        best_p = p;
-      }
-    }
-  }
-  if (best_l < 0) return -1;
-  *local_idx = best_l;
-  *peer_idx = best_p;
-  return 0;
+int mesh_addr_is_local(uint32_t addr) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(addr)};
+  int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+  close(fd);
+  return ok;
 }
 
 int mesh_if_prefix_of(const struct mesh_ifaddr *locals, int nlocal, uint32_t addr) {

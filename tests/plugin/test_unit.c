@@ -16,24 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fake_verbs.h"
 #include "check.h"
+#include "fake_verbs.h"
+#include "harness.h"
 #include "mesh.h"
-
-extern const mesh_abi_net_v11_t ncclNetPlugin_v11;
-
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static uint32_t ip(const char *s) {
-  uint32_t a = 0;
-  if (mesh_ipv4_parse(s, &a) != 0) abort();
-  return a;
-}
 
 /* ---------- subnets ---------- */
 static void test_subnet(void) {
@@ -52,12 +38,13 @@ static void test_subnet(void) {
       {"eth0", ip("10.99.0.10"), 24}, {"enp1", ip("192.168.100.1"), 30}, {"enp2", ip("192.168.101.1"), 30}};
   uint32_t peers[] = {ip("10.255.0.3"), ip("192.168.101.2"), ip("10.99.0.12")};
   int li = -1, pi = -1;
-  CHECK(mesh_choose_route(locals, 3, peers, 3, &li, &pi) == 0 && li == 2 && pi == 1,
+  CHECK(mesh_choose_rails(locals, 3, peers, 3, &li, &pi, 16) == 1 && li == 2 && pi == 1,
         "longest prefix wins over the management /24: li=%d pi=%d", li, pi);
   uint32_t only_mgmt[] = {ip("10.99.0.12")};
-  CHECK(mesh_choose_route(locals, 3, only_mgmt, 1, &li, &pi) == 0 && li == 0, "management when nothing else");
+  CHECK(mesh_choose_rails(locals, 3, only_mgmt, 1, &li, &pi, 16) == 1 && li == 0, "management when nothing else");
   uint32_t none[] = {ip("172.16.5.5")};
-  CHECK(mesh_choose_route(locals, 3, none, 1, &li, &pi) == -1, "no subnet holds the peer");
+  CHECK(mesh_choose_rails(locals, 3, none, 1, &li, &pi, 16) == 0, "no subnet holds the peer");
+  CHECK(mesh_addr_is_local(ip("127.0.0.1")) && !mesh_addr_is_local(ip("198.51.100.77")), "local addresses by bind");
   CHECK(mesh_if_prefix_of(locals, 3, ip("192.168.100.1")) == 30, "prefix of a local address");
   CHECK(mesh_if_prefix_of(locals, 3, ip("192.168.100.2")) == -1, "not a local address");
 
@@ -79,6 +66,7 @@ static void test_handle(void) {
   h.nsocks = 4;
   h.port = 61234;
   h.nonce = 0x0123456789abcdefULL;
+  h.node_addr = ip("10.255.0.7");
   h.naddrs = MESH_HANDLE_MAX_ADDRS;
   for (int i = 0; i < MESH_HANDLE_MAX_ADDRS; i++) {
     h.addrs[i] = ip("192.168.100.1") + (uint32_t)(4 * i);
@@ -94,6 +82,11 @@ static void test_handle(void) {
   CHECK(g.backend == h.backend && g.nsocks == 4 && g.port == 61234 && g.nonce == h.nonce && g.naddrs == 16,
         "fields round-trip");
   CHECK(memcmp(g.addrs, h.addrs, sizeof(h.addrs)) == 0 && memcmp(g.prefixes, h.prefixes, 16) == 0, "addresses");
+  CHECK(g.node_addr == ip("10.255.0.7") && buf[100] == 10 && buf[101] == 255 && buf[103] == 7, "node address at 100");
+  buf[4] = 1;
+  CHECK(mesh_handle_unpack(buf, sizeof(buf), &g, err, sizeof(err)) != 0 && strstr(err, "handle version 1, this one 2"),
+        "an older build's handle is named: %s", err);
+  buf[4] = 2;
   CHECK(buf[20] == 192 && buf[21] == 168 && buf[22] == 100 && buf[23] == 1, "addresses big-endian on the wire");
   h.naddrs = 0;
   CHECK(mesh_handle_pack(&h, buf, sizeof(buf), err, sizeof(err)) != 0 && strstr(err, "addresses"), "%s", err);
@@ -135,48 +128,6 @@ static void test_slices(void) {
 }
 
 /* ---------- fake sysfs trees ---------- */
-static char tree[256];
-
-static void put_file(const char *rel, const char *content) {
-  char path[1024], dir[1024];
-  snprintf(path, sizeof(path), "%s/%s", tree, rel);
-  for (char *p = path + strlen(tree) + 1; (p = strchr(p, '/')) != NULL; p++) {
-    snprintf(dir, sizeof(dir), "%.*s", (int)(p - path), path);
-    mkdir(dir, 0755);
-  }
-  FILE *f = fopen(path, "w");
-  if (!f) abort();
-  fputs(content, f);
-  fclose(f);
-}
-
-static void port_files(const char *dev, const char *link_layer) {
-  char rel[256];
-  snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/link_layer", dev);
-  put_file(rel, link_layer);
-  snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/state", dev);
-  put_file(rel, "4: ACTIVE\n");
-  snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/rate", dev);
-  put_file(rel, "100 Gb/sec (4X EDR)\n");
-}
-
-static void gid(const char *dev, int i, const char *value, const char *type, const char *ndev) {
-  char rel[256];
-  snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/gids/%d", dev, i);
-  put_file(rel, value);
-  if (type) {
-    snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/gid_attrs/types/%d", dev, i);
-    put_file(rel, type);
-  }
-  if (ndev) {
-    snprintf(rel, sizeof(rel), "class/infiniband/%s/ports/1/gid_attrs/ndevs/%d", dev, i);
-    put_file(rel, ndev);
-  }
-}
-
-#define LL0 "fe80:0000:0000:0000:0e42:a1ff:fe5a:3b2c\n"
-#define ZERO "0000:0000:0000:0000:0000:0000:0000:0000\n"
-
 static void make_tree(void) {
   snprintf(tree, sizeof(tree), "/tmp/mesh-sysfs-XXXXXX");
   if (!mkdtemp(tree)) abort();
@@ -220,11 +171,11 @@ static void test_gid(void) {
     CHECK(strcmp(nics[1].dev, "mlx5_1") == 0 && nics[1].gid_index == 3 && nics[1].addr == ip("192.168.101.1"),
           "mlx5_1");
     uint32_t peers[] = {ip("10.255.0.2"), ip("192.168.101.2")};
-    int pi = -1;
-    int c = mesh_nic_choose(nics, n, peers, 2, &pi);
-    CHECK(c == 1 && pi == 1, "the peer 192.168.101.2 is reached through mlx5_1 (got %d)", c);
+    int pi = -1, c = -1;
+    CHECK(mesh_nic_rails(nics, n, peers, 2, &c, &pi, 4) == 1 && c == 1 && pi == 1,
+          "the peer 192.168.101.2 is reached through mlx5_1 (got %d)", c);
     uint32_t far[] = {ip("192.168.102.2")};
-    CHECK(mesh_nic_choose(nics, n, far, 1, &pi) == -1, "no NIC on the peer's subnet");
+    CHECK(mesh_nic_rails(nics, n, far, 1, &c, &pi, 4) == 0, "no NIC on the peer's subnet");
   }
   CHECK(strstr(notes, "mlx5_2:1 is not RoCE (link layer InfiniBand)") != NULL, "%s", notes);
   CHECK(strstr(notes, "mlx5_3:1 has no RoCE v2 GID with an IPv4 address") != NULL, "%s", notes);
@@ -256,7 +207,7 @@ static int connect_pair(int nsocks, int *sfds, int *rfds) {
   struct mesh_connector c;
   if (mesh_acceptor_open(&a, 42, err, sizeof(err)) != 0) return -1;
   struct mesh_route r = lo_route();
-  if (mesh_connector_start(&c, &r, a.port, 42, nsocks, 5000, err, sizeof(err)) != 0) return -1;
+  if (mesh_connector_start(&c, &r, 1, a.port, 42, nsocks, 5000, err, sizeof(err)) != 0) return -1;
   int cd = 0, ad = 0;
   double t0 = now();
   while ((!cd || !ad) && now() - t0 < 5) {
@@ -284,7 +235,7 @@ static void test_sock(void) {
   memset(junk, 'j', sizeof(junk));
   CHECK(send(stray, junk, sizeof(junk), 0) == (ssize_t)sizeof(junk), "stray send");
   struct mesh_route r = lo_route();
-  CHECK(mesh_connector_start(&c, &r, a.port, 7, 3, 5000, err, sizeof(err)) == 0, "%s", err);
+  CHECK(mesh_connector_start(&c, &r, 1, a.port, 7, 3, 5000, err, sizeof(err)) == 0, "%s", err);
   /* Neither side blocks: every call returns at once, done or not. */
   double worst = 0;
   int cd = 0, ad = 0, calls = 0;
@@ -312,7 +263,7 @@ static void test_sock(void) {
   }
   mesh_connector_abort(&c);
   /* A connector with another listener's nonce is ignored. */
-  CHECK(mesh_connector_start(&c, &r, a.port, 8, 1, 5000, err, sizeof(err)) == 0, "%s", err);
+  CHECK(mesh_connector_start(&c, &r, 1, a.port, 8, 1, 5000, err, sizeof(err)) == 0, "%s", err);
   for (int i = 0; i < 200; i++) {
     mesh_connector_progress(&c, err, sizeof(err));
     CHECK(mesh_acceptor_progress(&a, err, sizeof(err)) == 0, "wrong nonce must not complete or fail: %s", err);
@@ -323,7 +274,7 @@ static void test_sock(void) {
   mesh_acceptor_close(&a);
   close(stray);
   /* Refused until the deadline: the error names the peer and the subnet. */
-  CHECK(mesh_connector_start(&c, &r, dead_port, 7, 2, 300, err, sizeof(err)) == 0, "%s", err);
+  CHECK(mesh_connector_start(&c, &r, 1, dead_port, 7, 2, 300, err, sizeof(err)) == 0, "%s", err);
   int rc = 0;
   t0 = now();
   while (rc == 0 && now() - t0 < 5) rc = mesh_connector_progress(&c, err, sizeof(err));
@@ -331,7 +282,7 @@ static void test_sock(void) {
         "refused: %s", err);
   CHECK(now() - t0 < 2, "gave up after its deadline");
   mesh_connector_abort(&c);
-  CHECK(mesh_connector_start(&c, &r, 1, 7, MESH_MAX_SOCKS + 1, 300, err, sizeof(err)) != 0, "too many sockets");
+  CHECK(mesh_connector_start(&c, &r, 1, 1, 7, MESH_MAX_SOCKS + 1, 300, err, sizeof(err)) != 0, "too many sockets");
 }
 
 /* ---------- TCP data path ---------- */
@@ -397,84 +348,6 @@ static void test_tcp(void) {
 }
 
 /* ---------- whole-plugin scenarios, one child process each ---------- */
-static char warnings[8192];
-static void logger(mesh_abi_log_level_t level, unsigned long flags, const char *file, int line, const char *fmt,
-                   ...) {
-  (void)flags, (void)file, (void)line;
-  if (level != MESH_ABI_LOG_WARN) return;
-  size_t used = strlen(warnings);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(warnings + used, sizeof(warnings) - used, fmt, ap);
-  va_end(ap);
-  strncat(warnings, "\n", sizeof(warnings) - strlen(warnings) - 1);
-}
-
-static const mesh_abi_net_v11_t *P = &ncclNetPlugin_v11;
-static void *ctx;
-
-/* Connects one send and one receive comm of this process to each other; returns the results of
- * the last connect and accept calls. */
-static void connect_self(void **sc, void **rc, void **lc, mesh_abi_result_t *crc, mesh_abi_result_t *arc) {
-  char handle[MESH_ABI_HANDLE_MAXSIZE] = {0};
-  *sc = *rc = *lc = NULL;
-  *crc = *arc = MESH_ABI_SUCCESS;
-  if (P->listen(ctx, 0, handle, lc) != MESH_ABI_SUCCESS) {
-    *crc = MESH_ABI_INTERNAL_ERROR;
-    return;
-  }
-  mesh_abi_device_handle_t *dev = NULL;
-  double t0 = now();
-  while ((!*sc || !*rc) && now() - t0 < 5) {
-    if (!*sc) *crc = P->connect(ctx, 0, handle, sc, &dev);
-    if (!*rc) *arc = P->accept(*lc, rc, &dev);
-    if (*crc != MESH_ABI_SUCCESS || *arc != MESH_ABI_SUCCESS) {
-      /* the other side must see the failure too (its socket closes) and release what it holds */
-      for (int i = 0; i < 100; i++) {
-        usleep(2000);
-        if (*arc == MESH_ABI_SUCCESS && !*rc) *arc = P->accept(*lc, rc, &dev);
-        if (*crc == MESH_ABI_SUCCESS && !*sc) *crc = P->connect(ctx, 0, handle, sc, &dev);
-      }
-      return;
-    }
-  }
-}
-
-static int exchange(void *sc, void *rc, size_t send_size, size_t room, char *err_out) {
-  unsigned char *out = malloc(send_size + 1), *in = calloc(1, room + 1);
-  for (size_t i = 0; i < send_size; i++) out[i] = (unsigned char)(i ^ (i >> 8));
-  void *smh = NULL, *rmh = NULL, *sreq = NULL, *rreq = NULL;
-  int result = -1;
-  if (P->regMr(sc, out, send_size + 1, MESH_ABI_PTR_HOST, &smh) || P->regMr(rc, in, room + 1, MESH_ABI_PTR_HOST, &rmh))
-    goto out;
-  size_t rsz = room;
-  int tag = 1;
-  while (!rreq)
-    if (P->irecv(rc, 1, (void **)&in, &rsz, &tag, &rmh, NULL, &rreq)) goto out;
-  while (!sreq)
-    if (P->isend(sc, out, send_size, 1, smh, NULL, &sreq)) goto out;
-  int sd = 0, rd = 0, ss = -1, rs = -1;
-  double t0 = now();
-  while ((!sd || !rd) && now() - t0 < 5) {
-    if (!rd && P->test(rreq, &rd, &rs) != MESH_ABI_SUCCESS) {
-      result = -2;
-      goto out;
-    }
-    if (!sd && P->test(sreq, &sd, &ss) != MESH_ABI_SUCCESS) {
-      result = -3;
-      goto out;
-    }
-  }
-  if (sd && rd && (size_t)ss == send_size && (size_t)rs == send_size && memcmp(in, out, send_size) == 0) result = 0;
-  else snprintf(err_out, 128, "done %d/%d sizes %d/%d", sd, rd, ss, rs);
-out:
-  if (smh) P->deregMr(sc, smh);
-  if (rmh) P->deregMr(rc, rmh);
-  free(out);
-  free(in);
-  return result;
-}
-
 static void scenario_tcp(void) {
   setenv("NCCL_MESH_TRANSPORT", "tcp", 1);
   setenv("NCCL_MESH_IFNAME", "lo", 1);
@@ -541,25 +414,9 @@ static void scenario_tcp(void) {
   CHECK(P->finalize(ctx) == MESH_ABI_SUCCESS, "finalize");
 }
 
-static void verbs_tree(void) {
-  snprintf(tree, sizeof(tree), "/tmp/mesh-sysfs-XXXXXX");
-  if (!mkdtemp(tree)) abort();
-  port_files("fake0", "Ethernet\n");
-  gid("fake0", 0, LL0, "IB/RoCE v1\n", "lo\n");
-  gid("fake0", 1, LL0, "RoCE v2\n", "lo\n");
-  gid("fake0", 2, "0000:0000:0000:0000:0000:ffff:7f00:0001\n", "IB/RoCE v1\n", "lo\n");
-  gid("fake0", 3, "0000:0000:0000:0000:0000:ffff:7f00:0001\n", "RoCE v2\n", "lo\n");
-  setenv("NCCL_MESH_SYSFS_ROOT", tree, 1);
-  setenv("NCCL_MESH_IFNAME", "lo", 1);
-  setenv("NCCL_MESH_TRANSPORT", "verbs", 1);
-}
-
 static void scenario_verbs(void) {
-  verbs_tree();
   setenv("NCCL_IB_TC", "104", 1);
-  fake_verbs_reset("fake0", FAKE_OK);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SUCCESS, "init: %s", warnings);
+  CHECK(init_fake_verbs(FAKE_OK) == MESH_ABI_SUCCESS, "init: %s", warnings);
   mesh_abi_properties_v11_t pr;
   CHECK(P->getProperties(0, &pr) == MESH_ABI_SUCCESS && strcmp(pr.name, "mesh_verbs") == 0 && pr.speed == 100000,
         "verbs properties");
@@ -590,10 +447,7 @@ static void scenario_verbs(void) {
 }
 
 static void scenario_verbs_rtr_fails(void) {
-  verbs_tree();
-  fake_verbs_reset("fake0", FAKE_FAIL_RTR);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SUCCESS, "init: %s", warnings);
+  CHECK(init_fake_verbs(FAKE_FAIL_RTR) == MESH_ABI_SUCCESS, "init: %s", warnings);
   void *sc, *rc, *lc;
   mesh_abi_result_t crc, arc;
   connect_self(&sc, &rc, &lc, &crc, &arc);
@@ -607,10 +461,7 @@ static void scenario_verbs_rtr_fails(void) {
 }
 
 static void scenario_verbs_port_down(void) {
-  verbs_tree();
-  fake_verbs_reset("fake0", FAKE_PORT_DOWN);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SUCCESS, "init: %s", warnings);
+  CHECK(init_fake_verbs(FAKE_PORT_DOWN) == MESH_ABI_SUCCESS, "init: %s", warnings);
   void *sc, *rc, *lc;
   mesh_abi_result_t crc, arc;
   connect_self(&sc, &rc, &lc, &crc, &arc);
@@ -620,11 +471,8 @@ static void scenario_verbs_port_down(void) {
 }
 
 static void scenario_gid_forced_not_ipv4(void) {
-  verbs_tree();
   setenv("NCCL_MESH_GID_INDEX", "1", 1);
-  fake_verbs_reset("fake0", FAKE_OK);
-  mesh_verbs_use_ops(&fake_verbs_ops);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SYSTEM_ERROR, "init must fail");
+  CHECK(init_fake_verbs(FAKE_OK) == MESH_ABI_SYSTEM_ERROR, "init must fail");
   CHECK(strstr(warnings, "GID 1 of fake0:1") && strstr(warnings, "holds no IPv4 address"), "%s", warnings);
 }
 
@@ -651,27 +499,6 @@ static void scenario_no_interface(void) {
   setenv("NCCL_MESH_IFNAME", "=nosuchif0", 1);
   CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SYSTEM_ERROR && strstr(warnings, "nosuchif0"), "%s",
         warnings);
-}
-
-static int scenarios_run, scenarios_failed;
-static void run_scenario(const char *name, void (*fn)(void)) {
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    checks = failures = 0;
-    fn();
-    printf("  scenario %-28s %d checks, %d failed\n", name, checks, failures);
-    fflush(stdout);
-    _exit(failures ? 1 : 0);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  scenarios_run++;
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    scenarios_failed++;
-    fprintf(stderr, "FAIL scenario %s (status 0x%x)\n", name, st);
-  }
 }
 
 int main(void) {
