@@ -94,6 +94,10 @@ class Fsdp2Options:
     # accumulating the unsharded gradients (in reduce_dtype) and reducing once after the last: more traffic,
     # overlapped with the backward, and accumulation adds on 1/world of the values
     reduce_every_micro_batch: bool = False
+    # hybrid sharding (HSDP): parameters sharded over the ranks of a node and replicated across nodes, so only
+    # the gradient all-reduce crosses nodes (for links much slower than the GPUs' own). auto: as the
+    # launcher's RDMAOPS_HSDP says (1: on; 0 or unset: off); true or false forces it (dp_mesh.py)
+    hsdp: bool | Literal["auto"] = "auto"
 
 
 @dataclass
@@ -265,6 +269,15 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
+def _describe(tp: Any) -> str:
+    """What a value of ``tp`` looks like in a recipe (for a refusal that lists the alternatives)."""
+    if get_origin(tp) is Literal:
+        return ", ".join(map(str, get_args(tp)))
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(
+        tp, _type_name(tp)
+    )
+
+
 def _coerce(value: Any, tp: Any, key: str) -> Any:
     """Check `value` against the annotation `tp`; return it (ints are accepted for floats)."""
     origin = get_origin(tp)
@@ -280,7 +293,10 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
                 return _coerce(value, arg, key)
             except RecipeError as exc:
                 errors.append(str(exc))
-        raise RecipeError(errors[0] if len(errors) == 1 else f"{key}: {value!r} is not {_type_name(tp)}")
+        if len(errors) == 1:
+            raise RecipeError(errors[0])
+        wanted = " or ".join(_describe(arg) for arg in args if arg is not type(None))
+        raise RecipeError(f"{key}: {value!r} is not {wanted}")
     if origin is Literal:
         allowed = get_args(tp)
         if value not in allowed:
@@ -431,6 +447,11 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         _positive(recipe.lora.r, "lora.r")
     _positive(recipe.cluster.nodes, "cluster.nodes")
     _positive(recipe.cluster.procs_per_node, "cluster.procs_per_node")
+    if s.name == "fsdp2" and s.fsdp2.hsdp is True and recipe.cluster.nodes < 2:
+        raise RecipeError(
+            f"strategy.fsdp2.hsdp: true needs cluster.nodes >= 2, not {recipe.cluster.nodes} (HSDP "
+            "replicates across nodes; one node shards over all its ranks)"
+        )
     # the batch must split evenly over the recipe's own cluster; the layout names the keys when it does not
     BatchLayout.from_recipe(recipe)
     if world_size is not None and world_size != recipe.cluster.world_size:

@@ -112,6 +112,7 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
         recipe=recipe.name,
         strategy=recipe.strategy.name,
         world_size=rt.world_size,
+        **strategy.start_fields(),
         device=str(rt.device.type),
         dtype=str(rt.compute_dtype).replace("torch.", ""),
         params=n_params,
