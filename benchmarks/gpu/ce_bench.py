@@ -1,5 +1,5 @@
 """The output head + cross-entropy of one GPT-2 micro-batch: compiled (the trainer's default) against
-``train.fused_loss`` (rdmaops_trainer/fused_loss.py, Triton kernel), forward + backward, timed alone.
+``train.fused_loss`` (rdmaops_trainer/kernels/fused_loss.py, Triton kernel), forward + backward, timed alone.
 
     python benchmarks/gpu/ce_bench.py                    # 64 x 1024 tokens, d 768, vocabulary 50304, bf16
     python benchmarks/gpu/ce_bench.py --device cpu --rows 256 --vocab 300 --dim 16 --iters 2   # code path
@@ -21,8 +21,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
-from rdmaops_trainer import fused_loss
-from rdmaops_trainer.models import lm_loss
+from rdmaops_trainer import IGNORE_INDEX, ce_rows, linear_cross_entropy, lm_loss
 
 
 def timed(fn: Callable[[], object], iters: int, device: torch.device) -> float:
@@ -69,18 +68,18 @@ def main() -> None:
     out: dict[str, object] = {"rows": a.rows, "dim": a.dim, "vocab": a.vocab, "device": str(dev)}
     loss_c = step(compiled)
     gh_c, gw_c = hidden.grad.clone(), weight.grad.clone()  # type: ignore[union-attr]
-    loss_f = step(fused_loss.linear_cross_entropy)
+    loss_f = step(linear_cross_entropy)
     gh_f, gw_f = hidden.grad, weight.grad
     assert gh_f is not None and gw_f is not None
     out["loss_compiled"], out["loss_fused"] = float(loss_c), float(loss_f)
     out["grad_hidden_max_rel_err"] = float((gh_f - gh_c).abs().max() / gh_c.abs().max())
     out["grad_weight_max_rel_err"] = float((gw_f - gw_c).abs().max() / gw_c.abs().max())
     out["head_loss_ms_compiled"] = round(timed(lambda: step(compiled), a.iters, dev), 3)
-    out["head_loss_ms_fused"] = round(timed(lambda: step(fused_loss.linear_cross_entropy), a.iters, dev), 3)
+    out["head_loss_ms_fused"] = round(timed(lambda: step(linear_cross_entropy), a.iters, dev), 3)
 
     # the cross-entropy alone on given logits: compiled forward + backward against the one kernel
     logits = (hidden.detach() @ weight.detach().t()).to(torch.bfloat16)
-    n_valid = (labels != fused_loss.IGNORE_INDEX).sum()
+    n_valid = (labels != IGNORE_INDEX).sum()
     ce = torch.compile(lambda x, y: lm_loss(x, y))
 
     def compiled_ce() -> None:
@@ -90,16 +89,16 @@ def main() -> None:
     buf = logits.clone()
     out["ce_ms_compiled"] = round(timed(compiled_ce, a.iters, dev), 3)
     out["ce_ms_kernel"] = round(
-        timed(lambda: fused_loss.ce_rows(buf, labels, n_valid, -100, write_grad=True), a.iters, dev), 3
+        timed(lambda: ce_rows(buf, labels, n_valid, -100, write_grad=True), a.iters, dev), 3
     )
     if a.sweep and dev.type == "cuda":
-        from rdmaops_trainer import ce_kernel
+        from rdmaops_trainer import launch_ce_kernel  # imports Triton
 
         sweep = {}
         for block in (2048, 4096, 8192, 16384):
             for warps in (4, 8, 16, 32):
                 ms = timed(
-                    lambda b=block, w=warps: ce_kernel.launch(  # type: ignore[misc]
+                    lambda b=block, w=warps: launch_ce_kernel(  # type: ignore[misc]
                         buf, labels, torch.empty(a.rows, device=dev), n_valid, -100, True, block=b, warps=w
                     ),
                     a.iters,

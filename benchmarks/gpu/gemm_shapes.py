@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from flops import QWEN15B
+from model_shapes import QWEN15B
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def main() -> None:
     import torch.nn.functional as F
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
-    from rdmaops_trainer.cublaslt import median_ms
+    from rdmaops_trainer import median_ms
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tokens", type=int, default=16 * 2048, help="tokens per micro-batch")

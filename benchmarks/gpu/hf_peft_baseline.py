@@ -1,7 +1,7 @@
 """Baseline: LoRA with peft + the Hugging Face Trainer on a GLM-4.5-Air-architecture model (random weights).
 
 The model is ``Glm4MoeForCausalLM`` from ``Glm4MoeConfig`` with the overrides in ``--config`` (run_all.py
-passes the one-GPU shape of flops.GLM_1GPU), bf16 weights, SDPA attention. LoRA as the project's ``glm``
+passes the one-GPU shape model_shapes.GLM_1GPU), bf16 weights, SDPA attention. LoRA as the project's ``glm``
 recipe: r 16, alpha 32, dropout 0.05 on the attention projections, the dense MLP of layer 0 and the shared
 experts; the fused routed experts stay frozen. Gradient checkpointing (non-reentrant), bf16, fused AdamW,
 random tokens. Timing as hf_trainer_baseline.py: steps after ``--warmup`` only.
@@ -9,7 +9,7 @@ random tokens. Timing as hf_trainer_baseline.py: steps after ``--warmup`` only.
 peft 0.21 rewrites the MLP targets of a glm4_moe model into ``target_parameters`` on the routed experts
 (peft issue #3711), so that the dense MLP and the shared experts get no adapter. A user who wants the
 recipe's adapters must switch that rewrite off, as done here with the trainer's own
-``rdmaops_trainer.lora.targets_as_given`` (one workaround for both rows); the number of adapted tensors is
+``rdmaops_trainer.targets_as_given`` (one workaround for both rows); the number of adapted tensors is
 printed and checked against ``--expect-trainable`` so both rows train exactly the same adapters.
 """
 
@@ -20,9 +20,9 @@ import json
 import tempfile
 
 import torch
-from flops import GLM_1GPU, TINY_GLM, glm4_moe_active_matmul_params, gpt_flops_per_token, mfu
 from hf_trainer_baseline import RandomTokens, StepTimer
-from rdmaops_trainer.lora import targets_as_given
+from model_shapes import GLM_1GPU, TINY_GLM
+from rdmaops_trainer import glm4_moe_active_matmul_params, mfu, targets_as_given, transformer_flops_per_token
 
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 EXCLUDE = r".*\.mlp\.experts\..*"
@@ -95,7 +95,7 @@ def main() -> None:
         result = trainer.train()
     tokens = args.batch * args.accum * args.seq * timer.timed_steps
     tok_s = tokens / (timer.t1 - timer.t0)
-    fpt = gpt_flops_per_token(
+    fpt = transformer_flops_per_token(
         glm4_moe_active_matmul_params(overrides),
         cfg.num_hidden_layers,
         cfg.num_attention_heads * cfg.head_dim,

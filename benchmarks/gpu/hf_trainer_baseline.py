@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import torch
-from flops import gpt2_matmul_params, gpt_flops_per_token, mfu
 from torch._dynamo.utils import counters
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
+from rdmaops_trainer import (
+    gpt2_matmul_params,
+    mfu,
+    transformer_flops_per_token,
+)  # the FLOP count of every row
 
 
 class RandomTokens(torch.utils.data.Dataset):
@@ -102,7 +110,7 @@ def main() -> None:
     if args.compile and graphs == 0:
         raise SystemExit("torch_compile=True but dynamo compiled no graph: the row would not measure compile")
     tok_s = args.batch * args.seq * timer.timed_steps / (timer.t1 - timer.t0)
-    fpt = gpt_flops_per_token(
+    fpt = transformer_flops_per_token(
         gpt2_matmul_params(cfg.vocab_size, cfg.n_embd, cfg.n_layer), cfg.n_layer, cfg.n_embd, args.seq
     )
     res = {

@@ -27,8 +27,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
-from flops import QWEN15B
-from rdmaops_trainer.cublaslt import median_ms  # CUDA events, median; the first calls compile (JIT)
+from model_shapes import QWEN15B
+from rdmaops_trainer import median_ms  # CUDA events, median; the first calls compile (JIT)
 
 
 def mlp_flops(tokens: int, d: int, ffn: int) -> float:
@@ -133,12 +133,13 @@ def mlp_cases(tokens: int, d: int, ffn: int, iters: int) -> list[dict[str, Any]]
 
     rows.append(case("mlp quack (SwiGLU in the GEMM epilogues)", flops, quack_mlp, check, timed, iters))
     # the trainer's own ops on quack's GEMMs (train.fused_swiglu): the same plan behind a custom op
-    from rdmaops_trainer import fused_swiglu  # also registers torch.ops.rdmaops.swiglu_mlp
+    from rdmaops_trainer import stack_gate_up
+    from rdmaops_trainer import swiglu_mlp as swiglu_op  # the custom op torch.ops.rdmaops.swiglu_mlp
 
     def ours(cublas: bool) -> Callable[..., Any]:
         def run(x: Any, w_gate: Any, w_up: Any, w_down: Any) -> Any:
-            w1 = fused_swiglu.stack_gate_up(w_gate, w_up)
-            return torch.ops.rdmaops.swiglu_mlp(x, w1, w_down, cublas)[0]
+            w1 = stack_gate_up(w_gate, w_up)
+            return swiglu_op(x, w1, w_down, cublas)[0]
 
         return run
 
@@ -176,10 +177,10 @@ def norm_cases(tokens: int, d: int, iters: int) -> list[dict[str, Any]]:
     except ImportError as e:
         rows.append({"case": "norm train.fused_rmsnorm", "error": f"not installed: {e}"})
         return rows
-    from rdmaops_trainer.fused_rmsnorm import norm
+    from rdmaops_trainer import fused_rms_norm
 
     def ours(x: Any, residual: Any, weight: Any) -> Any:
-        return norm(residual + x, weight, 1e-6)
+        return fused_rms_norm(residual + x, weight, 1e-6)
 
     rows.append(case("norm train.fused_rmsnorm (quack)", 0, torch.compile(ours), check, timed, iters))
     return rows

@@ -13,12 +13,16 @@ import contextlib
 import json
 import math
 import os
+import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from flops import H100_H200_BF16_PEAK, gpt_flops_per_token
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
+from rdmaops_trainer import mfu, transformer_flops_per_token  # the FLOP count of every row
 
 
 class Block(nn.Module):
@@ -132,7 +136,7 @@ def main() -> None:
     sync()
     dt = time.perf_counter() - t0
     tok_s = args.batch * args.accum * args.seq * args.steps / dt
-    fpt = gpt_flops_per_token(n_matmul, layers, d, args.seq)
+    fpt = transformer_flops_per_token(n_matmul, layers, d, args.seq)
     res = {
         "bench": "minimal_gpt2",
         "world_size": world,
@@ -146,7 +150,7 @@ def main() -> None:
         "tokens_per_s_per_gpu": round(tok_s, 1),
         "step_ms": round(1000 * dt / args.steps, 2),
         "flops_per_token": fpt,
-        "mfu": round(tok_s * fpt / H100_H200_BF16_PEAK, 4),
+        "mfu": round(mfu(tok_s, fpt), 4),
         "loss_first": round(float(loss0), 4),
         "loss_last": round(float(loss), 4),
         "peak_mem_gib": round(torch.cuda.max_memory_allocated(dev) / 2**30, 2)

@@ -27,10 +27,16 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "files" / "trainer"))
-from rdmaops_trainer import cublaslt
-from rdmaops_trainer.config import GPTConfig
-from rdmaops_trainer.fused_mlp import gelu_linear, linear_dgelu
-from rdmaops_trainer.models import MLP
+from rdmaops_trainer import (
+    MLP,
+    GPTConfig,
+    cublaslt_candidate_ms,
+    cublaslt_plan_linear_dgelu,
+    cublaslt_run,
+    gelu_linear,
+    linear_dgelu,
+    median_ms,
+)
 
 
 def rel(got: torch.Tensor, want: torch.Tensor) -> float:
@@ -54,7 +60,7 @@ def pass_of(
 
 
 def timed(fn: Callable[[], object], iters: int) -> float:
-    return cublaslt.median_ms(fn, 3, iters)
+    return median_ms(fn, 3, iters)
 
 
 def main() -> None:
@@ -96,10 +102,7 @@ def main() -> None:
         print(f"{name}: {ms[name]} ms per forward + backward; relative error {errors[name]}", flush=True)
     ops = per_gemm(a, fused, x, dy)
     # every cuBLASLt candidate the heuristic offered, in its order (the first is its own choice)
-    tuned = {
-        f"{key[0].epilogue}:{key[0].m}x{key[0].n}x{key[0].k}": [round(t, 3) for t in prep.ms]
-        for key, prep in cublaslt.lt().prepared.items()
-    }
+    tuned = {shape: [round(t, 3) for t in ms] for shape, ms in cublaslt_candidate_ms().items()}
     print(f"candidates (ms, heuristic order): {tuned}", flush=True)
     out = {"tokens": a.tokens, "gelu_max_abs_diff": gelu, "mlp_ms": ms, "rel_err": errors}
     print(json.dumps({**out, "op_ms": ops, "candidates_ms": tuned}))
@@ -111,7 +114,7 @@ def per_gemm(a: argparse.Namespace, mod: MLP, x: torch.Tensor, dy: torch.Tensor)
     wp = mod.c_proj.weight.bfloat16()
     pre = gelu_linear(x, w, b)[1]
     hidden = w.size(0)
-    bgrad = cublaslt.plan_linear_dgelu(a.tokens, hidden, wp.size(0), bgrad=True)
+    bgrad = cublaslt_plan_linear_dgelu(a.tokens, hidden, wp.size(0), bgrad=True)
     dpre, dbias = torch.empty_like(pre), torch.empty(hidden, device=x.device, dtype=x.dtype)
     ops: dict[str, Callable[[], object]] = {
         "fc forward: addmm (torch)": lambda: torch.addmm(b, x, w.t()),
@@ -122,7 +125,7 @@ def per_gemm(a: argparse.Namespace, mod: MLP, x: torch.Tensor, dy: torch.Tensor)
             dy @ wp, pre, approximate="tanh"
         ).sum(0),
         "proj dgrad: DGELU + bias sum (torch)": lambda: linear_dgelu(dy, wp, pre).sum(0),
-        "proj dgrad: DGELU_BGRAD": lambda: cublaslt.run(bgrad, wp, dy, dpre, dbias, pre),
+        "proj dgrad: DGELU_BGRAD": lambda: cublaslt_run(bgrad, wp, dy, dpre, dbias, pre),
     }
     result = {}
     for name, fn in ops.items():

@@ -183,13 +183,12 @@ def main() -> None:
     a = ap.parse_args()
     targs = a.trainer_args[1:] if a.trainer_args[:1] == ["--"] else a.trainer_args
 
-    from rdmaops_trainer import __main__ as trainer_main
-    from rdmaops_trainer.strategies import base
+    from rdmaops_trainer import Strategy, main
 
     cuda = torch.cuda.is_available()
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     state: dict[str, Any] = {"calls": 0, "prof": None, "t0": 0.0, "syncs": {}}
-    original = base.Strategy.train_step
+    original = Strategy.train_step
 
     def sync() -> None:
         if cuda:
@@ -218,8 +217,8 @@ def main() -> None:
             state["prof"] = None
         return out
 
-    base.Strategy.train_step = wrapped  # type: ignore[method-assign]
-    sys.exit(trainer_main.main(targs))
+    Strategy.train_step = wrapped  # type: ignore[method-assign]
+    sys.exit(main(targs))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 
+from . import dp_mesh
 from .config import Recipe, RecipeError, available_recipes, check_paths, load_recipe, validate
 
 
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         rank, world, _ = env_world()
         validate(recipe, world_size=world)
+        # the launcher's RDMAOPS_HSDP and node numbering, for FSDP2's mesh
+        dp_mesh.plan(recipe, world, os.environ)
         check_paths(recipe)
         finished = completed_message(recipe)
         if finished:  # every rank leaves; one prints

@@ -17,6 +17,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import yaml
 
 from .errors import RecipeError
+from .kernels import registry as kernels
 from .layout import BatchLayout
 
 RECIPE_DIR = Path(__file__).resolve().parent / "recipes"
@@ -93,6 +94,10 @@ class Fsdp2Options:
     # accumulating the unsharded gradients (in reduce_dtype) and reducing once after the last: more traffic,
     # overlapped with the backward, and accumulation adds on 1/world of the values
     reduce_every_micro_batch: bool = False
+    # hybrid sharding (HSDP): parameters sharded over the ranks of a node and replicated across nodes, so only
+    # the gradient all-reduce crosses nodes (for links much slower than the GPUs' own). auto: as the
+    # launcher's RDMAOPS_HSDP says (1: on; 0 or unset: off); true or false forces it (dp_mesh.py)
+    hsdp: bool | Literal["auto"] = "auto"
 
 
 @dataclass
@@ -184,43 +189,25 @@ class TrainConfig:
     # attention on an H100; 2.13's CPU build lists it after math); cudnn: cuDNN's fused attention,
     # FlashAttention-3 class on Hopper.
     attention: Literal["auto", "flash", "cudnn", "efficient", "math"] = "auto"
-    # float8 matmuls in the Linear layers (torchao's tensor-wise recipe; not the output head), strategy ddp on
-    # an H100-class GPU. Changes the numerics: off unless a recipe turns it on (rdmaops_trainer/float8.py).
+    # The opt-in kernels and execution options, off unless a recipe turns them on: what each does and why is
+    # in its module under rdmaops_trainer/kernels/, what it needs in kernels/registry.py.
+    # float8 matmuls in the blocks' Linear layers (torchao; changes the numerics)
     float8: bool = False
-    # the output head and the cross-entropy as one step whose forward also makes their gradients (a Triton
-    # kernel on CUDA; rdmaops_trainer/fused_loss.py): the (tokens x vocabulary) logits are never kept or
-    # read back. Not with strategy pipeline; model.kind gpt2, or hf of a type in FUSED_LOSS_HF_TYPES.
+    # the output head and the cross-entropy as one step that never keeps the (tokens x vocabulary) logits
     fused_loss: bool = False
-    # replay each compiled forward and backward as one CUDA graph (inductor's cudagraph trees) instead of
-    # launching its kernels one by one; the gradients stay allocated between steps, so that accumulation
-    # adds into them and never keeps a graph's output buffer. strategy ddp with train.compile on CUDA.
+    # each compiled forward and backward replayed as one CUDA graph
     cuda_graphs: bool = False
-    # keep the residual stream (the activations between blocks, and so their gradients) in bf16 instead of the
-    # fp32 that autocast leaves it in under fp32 weights: half the bytes for every LayerNorm and residual add.
-    # FSDP2 (bf16 param_dtype), ZeRO-3 and Megatron (without --fp32-residual-connection) run this way already.
-    # model.kind gpt2 with strategy ddp and train.precision bf16; changes the numerics, so off by default.
+    # GPT-2's residual stream in bf16, not autocast's fp32 (changes the numerics)
     bf16_residual: bool = False
-    # GPT-2's MLP through cuBLASLt's GELU epilogues: the bias and GELU computed by the first GEMM's epilogue,
-    # and in the backward the GELU gradient by the second GEMM's (ctypes to the libcublasLt torch loads;
-    # rdmaops_trainer/fused_mlp.py). Saves the GELU kernels' memory traffic.
-    # model.kind gpt2 with biases, strategy ddp, bf16 compute; on a CPU rank the same plan runs in torch ops.
+    # GPT-2's MLP with the bias and GELU (and its gradient) in cuBLASLt's GEMM epilogues
     fused_mlp: bool = False
-    # a transformers model's SwiGLU MLPs (bias-free gate/up/down, SiLU: llama, qwen2, qwen3, mistral, ...)
-    # through quack's Hopper GEMMs with the SwiGLU and its gradient in their epilogues (quack-kernels package,
-    # rdmaops_trainer/fused_swiglu.py): the two memory-bound SwiGLU kernels of each layer and micro-batch go.
-    # model.kind hf, bf16 compute on a GPU of compute capability 9 or 10; on a CPU rank the same plan runs in
-    # torch ops. Not with LoRA (its wrapped projections are not plain Linear layers).
+    # a transformers model's SwiGLU MLPs on quack's GEMMs, the SwiGLU and its gradient in their epilogues
     fused_swiglu: bool = False
     # which GEMMs run the fused MLP's four plain products (down's forward; the backward's input and
     # weight gradients): quack's, or torch's cuBLAS. The two with the SwiGLU in their epilogues are
     # quack's either way.
     fused_swiglu_gemms: Literal["quack", "cublas"] = "quack"
-    # a transformers model's RMSNorm layers (llama, qwen2, qwen3, mistral, ...) through quack's kernels
-    # (quack-kernels package, rdmaops_trainer/fused_rmsnorm.py): the backward writes the input gradient and
-    # the weight gradient's partial sums in one pass. model.kind hf, a GPU of compute capability 9 or 10; on
-    # a CPU rank the same steps run in torch ops. For qwen1_5b on 2x H200: level with inductor's kernels
-    # (docs/benchmarks.md, call 49), +0.2 to 0.3 MFU points with train.fused_swiglu_gemms cublas at
-    # micro-batch 32 (calls 54-56); off in every recipe.
+    # a transformers model's RMSNorm layers through quack's one-pass kernels
     fused_rmsnorm: bool = False
     # the CUDA caching allocator's expandable segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set
     # before CUDA starts unless the environment already says): one growing mapping instead of fixed blocks,
@@ -282,6 +269,15 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
 
 
+def _describe(tp: Any) -> str:
+    """What a value of ``tp`` looks like in a recipe (for a refusal that lists the alternatives)."""
+    if get_origin(tp) is Literal:
+        return ", ".join(map(str, get_args(tp)))
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string"}.get(
+        tp, _type_name(tp)
+    )
+
+
 def _coerce(value: Any, tp: Any, key: str) -> Any:
     """Check `value` against the annotation `tp`; return it (ints are accepted for floats)."""
     origin = get_origin(tp)
@@ -297,7 +293,10 @@ def _coerce(value: Any, tp: Any, key: str) -> Any:
                 return _coerce(value, arg, key)
             except RecipeError as exc:
                 errors.append(str(exc))
-        raise RecipeError(errors[0] if len(errors) == 1 else f"{key}: {value!r} is not {_type_name(tp)}")
+        if len(errors) == 1:
+            raise RecipeError(errors[0])
+        wanted = " or ".join(_describe(arg) for arg in args if arg is not type(None))
+        raise RecipeError(f"{key}: {value!r} is not {wanted}")
     if origin is Literal:
         allowed = get_args(tp)
         if value not in allowed:
@@ -366,18 +365,6 @@ def _build(cls: Any, data: dict[str, Any], prefix: str) -> Any:
 def _positive(value: float, key: str, allow_zero: bool = False) -> None:
     if value < 0 or (value == 0 and not allow_zero):
         raise RecipeError(f"{key}: {value!r} must be {'>= 0' if allow_zero else '> 0'}")
-
-
-# transformers causal LMs whose logits are the head's plain output (no scaling or soft-capping), so the
-# fused loss computes what their forward and lm_loss compute; each is checked in the unit tests
-FUSED_LOSS_HF_TYPES = ("llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "glm4", "glm4_moe")
-
-
-def fused_loss_type_refusal(model_type: object) -> str:
-    return (
-        f"train.fused_loss: true: model_type {model_type!r} is not one whose logits are known to be the "
-        f"head's plain output ({', '.join(FUSED_LOSS_HF_TYPES)}) (set train.fused_loss=false)"
-    )
 
 
 def validate(recipe: Recipe, world_size: int | None = None) -> None:
@@ -452,68 +439,19 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
                 f"strategy.pipeline.microbatches: {s.pipeline.microbatches} must be >= stages "
                 f"{s.pipeline.stages} to keep every stage busy"
             )
-    if t.float8:
-        if s.name != "ddp":
-            raise RecipeError(f"train.float8: true needs strategy.name ddp, not {s.name!r}")
-        if recipe.cluster.device == "cpu" or t.precision == "fp32":
-            raise RecipeError(
-                "train.float8: true needs a CUDA GPU with float8 tensor cores and bf16 precision, not "
-                f"cluster.device {recipe.cluster.device!r} with train.precision {t.precision!r}"
-            )
-        if recipe.lora.enabled:
-            raise RecipeError("train.float8: true with lora.enabled: not supported (frozen float8 bases)")
-    if t.fused_loss and s.name == "pipeline":
-        # the pipeline's last stage computes its own loss from the logits
-        raise RecipeError(
-            "train.fused_loss: true with strategy.name pipeline: not supported (set train.fused_loss=false)"
-        )
-    if t.fused_loss and m.kind == "hf" and m.model_type and m.model_type not in FUSED_LOSS_HF_TYPES:
-        raise RecipeError(fused_loss_type_refusal(m.model_type))
-    for key in ("bf16_residual", "fused_mlp"):
-        if getattr(t, key) and (m.kind != "gpt2" or s.name != "ddp" or t.precision == "fp32"):
-            raise RecipeError(
-                f"train.{key}: true needs model.kind gpt2 with strategy.name ddp and bf16 compute, not "
-                f"model.kind {m.kind!r}, strategy.name {s.name!r}, train.precision {t.precision!r} "
-                f"(set train.{key}=false)"
-            )
-    if t.fused_mlp and t.cuda_graphs:
-        # the cuBLASLt calls time their kernels at a shape's first call and set pointers per call: never
-        # tried under graph capture
-        raise RecipeError("train.fused_mlp: true with train.cuda_graphs: true: not supported together")
-    if t.fused_mlp and not m.config.get("bias", True):
-        raise RecipeError(
-            "train.fused_mlp: true needs model.config.bias true: the GELU epilogue adds the bias"
-        )
-    if t.fused_swiglu and (m.kind != "hf" or recipe.lora.enabled):
-        raise RecipeError(
-            "train.fused_swiglu: true needs model.kind hf without LoRA, not model.kind "
-            f"{m.kind!r} with lora.enabled {recipe.lora.enabled} (set train.fused_swiglu=false)"
-        )
-    if t.fused_swiglu and recipe.cluster.device != "cpu" and t.precision == "fp32":
-        raise RecipeError(
-            "train.fused_swiglu: true needs bf16 compute on a GPU (quack's GEMMs), not train.precision "
-            "'fp32' (set train.fused_swiglu=false)"
-        )
-    if t.fused_swiglu_gemms != "quack" and not t.fused_swiglu:
-        raise RecipeError(
-            f"train.fused_swiglu_gemms: {t.fused_swiglu_gemms} needs train.fused_swiglu: true (set "
-            "train.fused_swiglu=true or leave train.fused_swiglu_gemms at quack)"
-        )
-    if t.fused_rmsnorm and m.kind != "hf":
-        raise RecipeError(
-            f"train.fused_rmsnorm: true needs model.kind hf, not {m.kind!r} (set train.fused_rmsnorm=false)"
-        )
-    if t.cuda_graphs and (s.name != "ddp" or not t.compile or recipe.cluster.device == "cpu"):
-        raise RecipeError(
-            "train.cuda_graphs: true needs strategy.name ddp, train.compile true and a CUDA device, not "
-            f"strategy.name {s.name!r}, train.compile {t.compile}, cluster.device {recipe.cluster.device!r}"
-        )
+    # the opt-in kernels and execution options: each states what it needs in the registry
+    kernels.check(recipe)
     if recipe.lora.enabled:
         if not recipe.lora.target_modules:
             raise RecipeError("lora.target_modules: empty while lora.enabled is true")
         _positive(recipe.lora.r, "lora.r")
     _positive(recipe.cluster.nodes, "cluster.nodes")
     _positive(recipe.cluster.procs_per_node, "cluster.procs_per_node")
+    if s.name == "fsdp2" and s.fsdp2.hsdp is True and recipe.cluster.nodes < 2:
+        raise RecipeError(
+            f"strategy.fsdp2.hsdp: true needs cluster.nodes >= 2, not {recipe.cluster.nodes} (HSDP "
+            "replicates across nodes; one node shards over all its ranks)"
+        )
     # the batch must split evenly over the recipe's own cluster; the layout names the keys when it does not
     BatchLayout.from_recipe(recipe)
     if world_size is not None and world_size != recipe.cluster.world_size:

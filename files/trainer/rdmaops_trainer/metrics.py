@@ -13,31 +13,7 @@ from typing import Any, TextIO
 
 import torch
 
-# dense bf16 tensor-core peak per GPU, FLOP/s (vendor datasheets, without sparsity)
-PEAK_BF16_FLOPS: dict[str, float] = {
-    "H200": 989e12,
-    "H100 SXM": 989e12,
-    "H100 80GB HBM3": 989e12,
-    "H100 NVL": 835e12,
-    "H100 PCIe": 756e12,
-    "H100": 989e12,
-    "GH200": 989e12,
-    "B200": 2250e12,
-    "A100": 312e12,
-    "L40S": 362e12,
-    "A10G": 70e12,
-}
-
-
-def peak_flops(device: torch.device, dtype: torch.dtype) -> float | None:
-    """Peak for MFU: bf16 tensor cores on a known GPU; None on CPU, fp32 or an unknown GPU."""
-    if device.type != "cuda" or dtype != torch.bfloat16:
-        return None
-    name = torch.cuda.get_device_name(device)
-    for key, value in PEAK_BF16_FLOPS.items():  # ordered most specific first
-        if key in name:
-            return value
-    return None
+from .flops import mfu
 
 
 def peak_memory_gb(device: torch.device) -> float:
@@ -211,7 +187,7 @@ class TrainLog:
             grad_norm=values["grad_norm"],
             tokens_per_s=tps,
             tokens_per_s_per_gpu=tps / self.world_size,
-            mfu=(self.flops_per_token * tps / (self.peak * self.world_size)) if self.peak else None,
+            mfu=mfu(tps, self.flops_per_token, self.peak, self.world_size) if self.peak else None,
             peak_mem_gb=peak_memory_gb(self.device),
             step_time_s=elapsed / point.steps,
         )

@@ -17,9 +17,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from . import fused_mlp, fused_rmsnorm, fused_swiglu
-from .config import FUSED_LOSS_HF_TYPES, GPTConfig, Recipe, RecipeError, fused_loss_type_refusal
-from .fused_loss import linear_cross_entropy
+from .config import GPTConfig, Recipe, RecipeError
+from .kernels import fused_mlp, registry
+from .kernels.fused_loss import linear_cross_entropy
 
 
 class CausalSelfAttention(nn.Module):
@@ -49,7 +49,7 @@ class MLP(nn.Module):
         super().__init__()
         self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
         self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
-        # train.fused_mlp: bias + GELU in cuBLASLt's GEMM epilogues (fused_mlp.mlp)
+        # train.fused_mlp: bias + GELU in cuBLASLt's GEMM epilogues (kernels/fused_mlp.py)
         self.fused = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -90,7 +90,7 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight
         self.gradient_checkpointing = False
-        # train.fused_loss: the head and the loss as one step (fused_loss.linear_cross_entropy)
+        # train.fused_loss: the head and the loss as one step (kernels/fused_loss.py)
         self.fused_loss = False
         # train.bf16_residual: the dtype of the residual stream; None leaves it as autocast makes it (fp32)
         self.residual_dtype: torch.dtype | None = None
@@ -173,8 +173,6 @@ class HFCausalLM(nn.Module):
         # train.fused_loss: the decoder's hidden states and the output head's weight go to
         # fused_loss.linear_cross_entropy; the model's own head forward (and its logits) is skipped
         self.fused_loss = False
-        self.fused_swiglu_mlps = 0
-        self.fused_rmsnorms = 0
 
     @property
     def config(self) -> Any:
@@ -256,7 +254,8 @@ def build_model(
 ) -> nn.Module:
     """Build the recipe's model with weights seeded by ``recipe.seed`` (identical on every rank).
 
-    ``device="meta"`` builds shapes only (a strategy that loads weights itself, or FLOP counting).
+    ``device="meta"`` builds shapes only (a strategy that loads weights itself, or FLOP counting). The
+    recipe's opt-in options of the build stage are applied here (``kernels.registry``).
     """
     m = recipe.model
     dtype = torch.bfloat16 if m.dtype == "bfloat16" else torch.float32
@@ -264,18 +263,13 @@ def build_model(
     if m.kind == "gpt2":
         with torch.device(device):
             gpt = GPT(gpt_config(recipe, vocab_size))
-        gpt.fused_loss = recipe.train.fused_loss
-        gpt.residual_dtype = torch.bfloat16 if recipe.train.bf16_residual else None
-        for module in gpt.modules():
-            if isinstance(module, MLP):
-                module.fused = recipe.train.fused_mlp
+        registry.convert(gpt, recipe, "build")
         return gpt.to(dtype) if dtype != torch.float32 else gpt
     from transformers import AutoModelForCausalLM
 
     cfg = hf_config(recipe)
-    if recipe.train.fused_loss and cfg.model_type not in FUSED_LOSS_HF_TYPES:
-        # a pretrained model's type is only known here, from its config.json
-        raise RecipeError(fused_loss_type_refusal(cfg.model_type))
+    # a pretrained model's type is only known here, from its config.json
+    registry.check_hf_config(recipe, cfg.model_type)
     if vocab_size is not None and vocab_size > cfg.vocab_size:
         raise RecipeError(f"model: vocab_size {cfg.vocab_size} is smaller than the tokenizer's {vocab_size}")
     if m.init == "pretrained" and str(device) != "meta":
@@ -286,12 +280,7 @@ def build_model(
         with torch.device(device):
             hf = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
     model = HFCausalLM(hf)
-    model.fused_loss = recipe.train.fused_loss
-    # how many MLPs run train.fused_swiglu's ops (the start record says so)
-    cublas = recipe.train.fused_swiglu_gemms == "cublas"
-    model.fused_swiglu_mlps = fused_swiglu.patch(hf, cublas) if recipe.train.fused_swiglu else 0
-    # and how many RMSNorm layers run train.fused_rmsnorm's
-    model.fused_rmsnorms = fused_rmsnorm.patch(hf) if recipe.train.fused_rmsnorm else 0
+    registry.convert(model, recipe, "build")
     return model
 
 
@@ -303,52 +292,3 @@ def enable_gradient_checkpointing(model: nn.Module) -> None:
         hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     else:
         raise TypeError(f"gradient checkpointing: unsupported model {type(model).__name__}")
-
-
-# --------------------------------------------------------------------------- FLOPs (MFU)
-
-
-def count_params(model: nn.Module) -> int:
-    seen: set[int] = set()
-    total = 0
-    for p in model.parameters():
-        if id(p) not in seen:  # tied weights once
-            seen.add(id(p))
-            # deepspeed.zero.Init leaves partitioned params empty and records the real size in ds_numel
-            total += int(getattr(p, "ds_numel", p.numel()))
-    return total
-
-
-def _lookup_only_params(model: nn.Module) -> int:
-    """The input embedding table when it is not also the lm_head: a lookup, no matmul FLOPs."""
-    hf: Any = model.hf if isinstance(model, HFCausalLM) else None
-    if hf is None:
-        return 0
-    inp, out = hf.get_input_embeddings(), hf.get_output_embeddings()
-    if inp is None or (out is not None and out.weight is inp.weight):
-        return 0
-    return int(getattr(inp.weight, "ds_numel", inp.weight.numel()))
-
-
-def flops_per_token(model: nn.Module, seq_len: int) -> float:
-    """Training FLOPs per token: 6 * (active matmul) params + attention (12 * L * d * T).
-
-    Lookup tables (GPT-2's positions, an untied input embedding) do no matmul and are left out.
-    """
-    if isinstance(model, GPT):
-        c = model.config
-        n_gpt = count_params(model) - model.wpe.weight.numel()
-        return 6.0 * n_gpt + 12.0 * c.n_layer * c.n_embd * seq_len
-    cfg = getattr(model, "config", None)
-    n = float(count_params(model)) - _lookup_only_params(model)
-    if cfg is None:
-        return 6.0 * n
-    experts = getattr(cfg, "n_routed_experts", None) or getattr(cfg, "num_experts", None)
-    top_k = getattr(cfg, "num_experts_per_tok", None)
-    if experts and top_k:
-        routed = sum(p.numel() for name, p in model.named_parameters() if ".experts." in name)
-        n -= routed * (1.0 - top_k / experts)
-    layers = getattr(cfg, "num_hidden_layers", 0)
-    heads = getattr(cfg, "num_attention_heads", 0)
-    head_dim = getattr(cfg, "head_dim", None) or (getattr(cfg, "hidden_size", 0) // max(heads, 1))
-    return 6.0 * n + 12.0 * layers * heads * head_dim * seq_len

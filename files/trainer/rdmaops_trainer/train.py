@@ -8,11 +8,12 @@ from typing import Any
 import torch
 
 from . import checkpoint as ckpt
-from . import fused_rmsnorm, fused_swiglu
 from .config import Recipe
 from .data import StepSampler, eval_batches, load_datasets
-from .metrics import MetricsLogger, TrainLog, peak_flops, plot_loss
-from .models import build_model, count_params, enable_gradient_checkpointing, flops_per_token
+from .flops import count_params, flops_per_token, peak_flops
+from .kernels import registry as kernels
+from .metrics import MetricsLogger, TrainLog, plot_loss
+from .models import build_model, enable_gradient_checkpointing
 from .runtime import Runtime, attention_backends, recompile_limit_hits
 from .strategies import Strategy, get_strategy
 from .tokenizer import build_tokenizer
@@ -80,17 +81,13 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
     vocab = tok.vocab_size if tok is not None else _model_vocab(recipe)
     train_data, eval_data = load_datasets(recipe, tok, vocab)
 
-    # the options on quack's kernels: the package and a GPU they run on, before any model is built
-    for on, require_kernels in (
-        (recipe.train.fused_swiglu, fused_swiglu.require_kernels),
-        (recipe.train.fused_rmsnorm, fused_rmsnorm.require_kernels),
-    ):
-        if on:
-            require_kernels(rt.device)
+    # what the opt-in options need of this rank (a GPU they run on, their package), before any model is built
+    kernels.check_rank(recipe, rt)
     where = "meta" if strategy.build_on_meta() else build_device(recipe, rt, strategy, vocab)
     with strategy.init_context():
         model = build_model(recipe, vocab_size=vocab, device=where)
     n_params = count_params(model)
+    converted = kernels.counts(model)
     fpt = flops_per_token(model, recipe.data.seq_len)
     if recipe.lora.enabled:
         from .lora import apply_lora  # owned by the LoRA work; imports peft
@@ -115,14 +112,14 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
         recipe=recipe.name,
         strategy=recipe.strategy.name,
         world_size=rt.world_size,
+        **strategy.start_fields(),
         device=str(rt.device.type),
         dtype=str(rt.compute_dtype).replace("torch.", ""),
         params=n_params,
         # a ZeRO-3 parameter is an empty placeholder outside its gather; ds_numel is its full size
         trainable_params=sum(getattr(p, "ds_numel", p.numel()) for p in strategy.trainable_parameters()),
         flops_per_token=fpt,
-        fused_swiglu_mlps=getattr(model, "fused_swiglu_mlps", 0),
-        fused_rmsnorms=getattr(model, "fused_rmsnorms", 0),
+        **converted,
         train_blocks=len(train_data),
         eval_blocks=len(eval_data),
         micro_batches_per_step=layout.grad_accum,

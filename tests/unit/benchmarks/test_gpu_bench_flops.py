@@ -1,12 +1,14 @@
-"""The FLOP count behind every MFU figure in docs/benchmarks.md: parameter formulas against real models."""
+"""The FLOP count behind every MFU figure in docs/benchmarks.md (the trainer's, rdmaops_trainer's public API):
+parameter formulas against real models, at the benchmark rows' shapes (model_shapes.py)."""
 
 from __future__ import annotations
 
-import flops
 import gemm_shapes as shapes
 import minimal_gpt2
 import pytest
+import rdmaops_trainer as flops
 import torch
+from model_shapes import GLM_1GPU, QWEN15B
 
 
 def test_gpt2_formula_matches_the_minimal_model() -> None:
@@ -18,14 +20,14 @@ def test_gpt2_formula_matches_the_minimal_model() -> None:
 def test_gpt2_124m_numbers() -> None:
     # 124M with the 50304-row padded table, 0.855 GFLOP per token at T=1024
     assert flops.gpt2_matmul_params(50304) == 123_689_472
-    fpt = flops.gpt_flops_per_token(flops.gpt2_matmul_params(50304), 12, 768, 1024)
+    fpt = flops.transformer_flops_per_token(flops.gpt2_matmul_params(50304), 12, 768, 1024)
     assert fpt == pytest.approx(855.38e6, rel=1e-4)
     # 500k tokens/s on one GPU is 43% of the 989 TFLOP/s peak
     assert flops.mfu(500_000, fpt) == pytest.approx(0.4325, abs=1e-3)
 
 
 def tiny_qwen2(shape: dict[str, int]) -> torch.nn.Module:
-    """A transformers Qwen2 (tied embeddings) of the benchmark scripts' shape keys (flops.QWEN15B's)."""
+    """A transformers Qwen2 (tied embeddings) of the benchmark scripts' shape keys (those of QWEN15B)."""
     transformers = pytest.importorskip("transformers")
     cfg = transformers.Qwen2Config(
         vocab_size=shape["vocab"],
@@ -50,12 +52,12 @@ def test_qwen2_formula_matches_transformers() -> None:
 
 def test_qwen15b_size() -> None:
     # Qwen2.5-1.5B has 1.54B parameters (tied embeddings)
-    assert flops.qwen2_matmul_params(**flops.QWEN15B) == 1_543_714_304
+    assert flops.qwen2_matmul_params(**QWEN15B) == 1_543_714_304
 
 
 def test_glm4_moe_formula_matches_transformers_active_weights() -> None:
     transformers = pytest.importorskip("transformers")
-    cfg = transformers.AutoConfig.for_model("glm4_moe", **flops.GLM_1GPU)
+    cfg = transformers.AutoConfig.for_model("glm4_moe", **GLM_1GPU)
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(cfg)
     k, e = cfg.num_experts_per_tok, cfg.n_routed_experts
@@ -64,7 +66,7 @@ def test_glm4_moe_formula_matches_transformers_active_weights() -> None:
         if p.dim() < 2 or name.endswith("embed_tokens.weight"):  # norms, biases, the lookup table
             continue
         active += p.numel() * (k / e if ".mlp.experts." in name else 1.0)
-    assert flops.glm4_moe_active_matmul_params(flops.GLM_1GPU) == active
+    assert flops.glm4_moe_active_matmul_params(GLM_1GPU) == active
     # the shape of the benchmark row: 6.2 B parameters, 2.7 B of them active per token
     assert sum(p.numel() for p in model.parameters()) == pytest.approx(6.25e9, rel=1e-2)
     assert active == pytest.approx(2.72e9, rel=1e-2)

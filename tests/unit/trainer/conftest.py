@@ -85,19 +85,31 @@ def free_port() -> int:
 
 
 def run_trainer(
-    nproc: int, *args: str, torchrun: bool = False, timeout: float = 240
+    nproc: int,
+    *args: str,
+    torchrun: bool = False,
+    timeout: float = 240,
+    nodes: int = 1,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the CLI on ``nproc`` CPU processes (gloo).
+    """Run the CLI on ``nproc`` CPU processes (gloo), with ``env`` added to their environment.
 
     ``torchrun=True``: under ``python -m torch.distributed.run --standalone``, as the launcher does.
     Otherwise one process per rank with torchrun's environment variables set directly: the same code path
-    in the trainer, one torch import less per run (the suite runs on 2 shared cores).
+    in the trainer, one torch import less per run (the suite runs on 2 shared cores). ``nodes``: the ranks
+    split into that many "nodes" as torchrun numbers them on a cluster (node n: ranks n * nproc / nodes ...,
+    its ``GROUP_RANK``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``).
     """
     trainer = ["-m", "rdmaops_trainer", *args]
     if torchrun:
         cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
         proc = subprocess.run(
-            [*cmd, *trainer], env=trainer_env(), capture_output=True, text=True, timeout=timeout, check=False
+            [*cmd, *trainer],
+            env={**trainer_env(), **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
         )
         outputs = [(proc.returncode, proc.stdout, proc.stderr)]
     else:
@@ -106,20 +118,24 @@ def run_trainer(
         procs = []
         outputs = []
         try:
+            per_node = nproc // nodes
             for rank in range(nproc):
-                env = trainer_env()
-                env.update(
+                rank_env = {**trainer_env(), **(env or {})}
+                rank_env.update(
                     RANK=str(rank),
-                    LOCAL_RANK=str(rank),
+                    LOCAL_RANK=str(rank % per_node),
+                    GROUP_RANK=str(rank // per_node),
                     WORLD_SIZE=str(nproc),
-                    LOCAL_WORLD_SIZE=str(nproc),
+                    LOCAL_WORLD_SIZE=str(per_node),
                     MASTER_ADDR="127.0.0.1",
                     MASTER_PORT=str(port),
                 )
                 # files, not pipes: a rank blocked on a full pipe would stall the collectives of the others
                 out = Path(logs.name) / f"rank{rank}"
                 with out.with_suffix(".out").open("w") as fo, out.with_suffix(".err").open("w") as fe:
-                    procs.append(subprocess.Popen([sys.executable, *trainer], env=env, stdout=fo, stderr=fe))
+                    procs.append(
+                        subprocess.Popen([sys.executable, *trainer], env=rank_env, stdout=fo, stderr=fe)
+                    )
             # wait for all; on the first failure stop the others (they would wait in a collective)
             deadline = time.monotonic() + timeout
             while any(p.poll() is None for p in procs):

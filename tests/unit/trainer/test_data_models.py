@@ -20,8 +20,9 @@ from rdmaops_trainer.data import (
     read_jsonl,
     tokenize_records,
 )
+from rdmaops_trainer.flops import count_params, flops_per_token
 from rdmaops_trainer.layout import BatchLayout
-from rdmaops_trainer.models import GPT, HFCausalLM, build_model, count_params, flops_per_token, gpt_config
+from rdmaops_trainer.models import GPT, HFCausalLM, build_model, gpt_config
 from rdmaops_trainer.tokenizer import ByteTokenizer
 from rdmaops_trainer.train import lr_at
 

@@ -186,6 +186,43 @@ def test_fsdp2_resume_on_other_world_size(fsdp2_interrupted: Path, fsdp2_ref: Pa
     assert_close(losses(out), losses(fsdp2_ref), AGREE, range(5, 9))
 
 
+# 2 "nodes" of 2 ranks, one micro-batch of 1 sequence at a time (3 per rank and step: the gradient
+# accumulation that HSDP and FSDP2 skip syncing for), a checkpoint every 3 steps, 4 steps per launch
+TWO_NODES = [
+    "cluster.nodes=2",
+    "cluster.procs_per_node=2",
+    "train.micro_batch_size=1",
+    "strategy.name=fsdp2",
+    "train.checkpoint_every=3",
+    "train.stop_after=4",
+]
+
+
+def test_fsdp2_resumes_as_hsdp_and_back_exactly(runs: Path, fsdp2_ref: Path) -> None:
+    """FSDP2 over 4 ranks saves at step 3 and runs step 4; resumed from step 3 as HSDP (strategy.fsdp2.hsdp
+    auto with the launcher's RDMAOPS_HSDP=1: shard inside a node, replicate across the two), it computes
+    the same step-4 loss bit for bit, trains on to step 7 and saves at 6; resumed from 6 as FSDP2 again (the
+    recipe forcing hsdp false over RDMAOPS_HSDP=1), it computes HSDP's step-7 loss bit for bit. The
+    checkpoints carry the same tensors whichever mesh wrote or reads them (DCP reshards the DTensors);
+    between resumes every loss agrees with the 2-rank FSDP2 run to fp32 rounding."""
+    out = runs / "hsdp-chain"
+
+    def launch(hsdp_env: str, *sets: str) -> tuple[dict[int, float], dict[str, object]]:
+        run_trainer(4, *tiny_args(out, 4, *TWO_NODES, *sets), nodes=2, env={"RDMAOPS_HSDP": hsdp_env})
+        return losses(out), records(out, "start")[-1]
+
+    fsdp2, start = launch("0")
+    assert (start["start_step"], start["hsdp"], start["mesh"]) == (0, False, [[0, 1, 2, 3]])
+    hsdp, start = launch("1")
+    assert (start["start_step"], start["hsdp"], start["mesh"]) == (3, True, [[0, 1], [2, 3]])
+    assert start["mesh_from"] == "strategy.fsdp2.hsdp auto, RDMAOPS_HSDP=1"
+    assert hsdp[4] == fsdp2[4]
+    back, start = launch("1", "strategy.fsdp2.hsdp=false")
+    assert (start["start_step"], start["hsdp"], start["mesh_from"]) == (6, False, "strategy.fsdp2.hsdp false")
+    assert back[7] == hsdp[7]
+    assert_close(back, losses(fsdp2_ref), AGREE, range(1, 9))
+
+
 def test_fsdp2_pretrained_hf_model_is_read_by_rank0_and_broadcast(runs: Path) -> None:
     """A transformers checkpoint on disk: rank 1 builds on the meta device and receives rank 0's weights;
     the first loss equals a single-process forward of the same model on the same step-0 batch, and

@@ -29,7 +29,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import torch
 import torch.distributed as dist
@@ -97,6 +97,10 @@ class Strategy(abc.ABC):
     def takes_device_model(self) -> bool:
         """True: ``prepare`` also takes a model built on this rank's GPU (see ``train.build_device``)."""
         return False
+
+    def start_fields(self) -> dict[str, Any]:
+        """What the start record says about this strategy's layout, once ``prepare`` ran."""
+        return {}
 
     @abc.abstractmethod
     def prepare(self, model: nn.Module) -> None:

@@ -10,9 +10,8 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from .. import float8
 from ..checkpoint import dcp_load, dcp_save
-from ..errors import RecipeError
+from ..kernels import registry as kernels
 from .base import Batch, Strategy
 
 
@@ -24,17 +23,7 @@ class DDPStrategy(Strategy):
 
     def prepare(self, model: nn.Module) -> None:
         self.raw = model.to(self.rt.device)
-        if self.recipe.train.float8:
-            if not self.rt.is_cuda:
-                raise RecipeError("train.float8: true needs a CUDA device; this rank runs on the CPU")
-            self.float8_layers = float8.enable(self.raw)
-        if self.recipe.train.bf16_residual and self.rt.compute_dtype != torch.bfloat16:
-            # precision auto on a CPU-only rank: fp32 weights would meet bf16 activations outside autocast
-            raise RecipeError(
-                "train.bf16_residual: true needs bf16 compute; this rank computes in "
-                f"{self.rt.compute_dtype} (train.precision {self.recipe.train.precision!r} on "
-                f"{self.rt.device.type})"
-            )
+        kernels.convert(self.raw, self.recipe, "on_device")
         opts = self.recipe.strategy.ddp
         if self.rt.world_size > 1:
             self.model = DDP(
@@ -49,16 +38,8 @@ class DDPStrategy(Strategy):
         # compile the wrapped module: DDPOptimizer splits the graph at bucket boundaries to keep overlap,
         # unless the recipe trades that overlap for one unsplit graph
         torch._dynamo.config.optimize_ddp = opts.optimize_ddp
-        self.cuda_graphs = self.recipe.train.cuda_graphs
-        if self.cuda_graphs:
-            import torch._inductor.config as inductor
-
-            inductor.triton.cudagraphs = True
-            # a graph's outputs live in its memory pool until the next replay: a gradient that AccumulateGrad
-            # took over as .grad would be overwritten by the next micro-batch, so .grad exists before it
-            for p in self.raw.parameters():
-                if p.requires_grad:
-                    p.grad = torch.zeros_like(p)
+        # train.cuda_graphs also changes the step below (kernels/cuda_graphs.py says why)
+        self.cuda_graphs = "cuda_graphs" in kernels.convert(self.raw, self.recipe, "before_compile")
         self.forward: Any = torch.compile(self.model) if self.recipe.train.compile else self.model
 
     def forward_backward(self, batch: Batch, loss_scale: float, sync: bool) -> torch.Tensor:

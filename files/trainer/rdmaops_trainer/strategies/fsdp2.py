@@ -1,5 +1,9 @@
 """FSDP2: ``fully_shard`` on every transformer block, then on the root (embeddings, final norm, head).
 
+The mesh is one dimension over every rank, or with HSDP (``strategy.fsdp2.hsdp``, ``dp_mesh.py``) two:
+("replicate", "shard"), a node's ranks along "shard", one rank per node along "replicate". FSDP2 then
+reduce-scatters and all-gathers inside a node and all-reduces the gradient shards across nodes.
+
 On CUDA with bf16: MixedPrecisionPolicy(param bf16, reduce fp32 or strategy.fsdp2.reduce_dtype) over fp32
 sharded master weights.
 On CPU (gloo) everything stays fp32, deterministic, so runs can be compared exactly.
@@ -7,17 +11,22 @@ On CPU (gloo) everything stays fp32, deterministic, so runs can be compared exac
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
-from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 
+from .. import dp_mesh
 from ..checkpoint import dcp_load, dcp_save
+from ..config import Recipe
+from ..runtime import Runtime
 from .base import Batch, Strategy
 
 
@@ -31,6 +40,22 @@ def mp_policy(compute_dtype: torch.dtype, reduce_dtype: str) -> MixedPrecisionPo
 
 class FSDP2Strategy(Strategy):
     name = "fsdp2"
+
+    def __init__(self, recipe: Recipe, runtime: Runtime) -> None:
+        super().__init__(recipe, runtime)
+        # plain FSDP2 or HSDP: the recipe, or the launcher's RDMAOPS_HSDP under strategy.fsdp2.hsdp auto
+        self.mesh_plan = dp_mesh.plan(recipe, runtime.world_size, os.environ)
+        self.mesh_ranks: list[list[int]] = []
+
+    def device_mesh(self) -> DeviceMesh:
+        p = self.mesh_plan
+        if not p.hybrid:
+            return init_device_mesh(self.rt.device.type, (self.rt.world_size,))
+        return init_device_mesh(self.rt.device.type, (p.replicate, p.shard), mesh_dim_names=dp_mesh.DIMS)
+
+    def start_fields(self) -> dict[str, Any]:
+        # the mesh as built: rows shard together (a node under HSDP), columns replicate
+        return {"hsdp": self.mesh_plan.hybrid, "mesh": self.mesh_ranks, "mesh_from": self.mesh_plan.why}
 
     @property
     def _broadcast_init(self) -> bool:
@@ -51,7 +76,8 @@ class FSDP2Strategy(Strategy):
             if p.requires_grad and p.dtype != torch.float32:
                 p.data = p.data.float()
         full_sd = (model.state_dict() if self.rt.rank == 0 else {}) if self._broadcast_init else None
-        mesh = init_device_mesh(self.rt.device.type, (self.rt.world_size,))
+        mesh = self.device_mesh()
+        self.mesh_ranks = mesh.mesh.reshape(-1, mesh.mesh.size(-1)).tolist()
         mp = mp_policy(self.rt.compute_dtype, self.recipe.strategy.fsdp2.reduce_dtype)
         reshard = self.recipe.strategy.fsdp2.reshard_after_forward
         blocks = model.blocks()  # type: ignore[operator]

@@ -174,7 +174,7 @@ class Zero3Strategy(Strategy):
         if self.rt.is_cuda:
             model = model.to(self.rt.device)
         self._blockwise(model)
-        if self.recipe.train.fused_loss:
+        if getattr(model, "fused_loss", False):
             # the fused loss reads the head's weight in the root's forward without running the head module,
             # whose hooks would gather it: registered on the root, it is gathered for the root's forward and
             # its gradient (made in that forward) is reduced as any other

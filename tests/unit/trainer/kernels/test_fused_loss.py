@@ -13,8 +13,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import TRAINER_DIR, python_code, refusal
-from rdmaops_trainer import fused_loss
-from rdmaops_trainer.config import FUSED_LOSS_HF_TYPES, RecipeError, load_recipe
+from rdmaops_trainer.config import RecipeError, load_recipe
+from rdmaops_trainer.kernels import fused_loss
+from rdmaops_trainer.kernels.registry import FUSED_LOSS_HF_TYPES
 from rdmaops_trainer.models import HFCausalLM, build_model, lm_loss
 
 
@@ -61,7 +62,7 @@ def test_without_grad_the_logits_stay_as_they_are() -> None:
 # the kernel is then the kernel's own code executed by numpy on the CPU.
 KERNEL_CHECK = """
 import json, sys, torch
-from rdmaops_trainer import ce_kernel, fused_loss
+from rdmaops_trainer.kernels import ce_kernel, fused_loss
 rows, cols, ignored = 24, 300, 5
 gen = torch.Generator().manual_seed(1)
 out = {"shapes": [ce_kernel.block_and_warps(50304), ce_kernel.block_and_warps(300)]}

@@ -9,10 +9,14 @@ losses next to the bf16 run. It needs an H100-class GPU (float8 tensor cores) an
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from torch import nn
 
-from .errors import RecipeError
+from ..errors import RecipeError
+
+if TYPE_CHECKING:
+    from ..config import Recipe
 
 # float8 GEMMs (torch._scaled_mm) need both dimensions of the weight to be multiples of 16.
 ALIGN = 16
@@ -48,3 +52,9 @@ def enable(model: nn.Module) -> list[str]:
         raise RecipeError("train.float8: the model has no Linear layer whose dimensions are multiples of 16")
     convert_to_float8_training(model, module_filter_fn=keeps)
     return names
+
+
+def convert(model: nn.Module, recipe: Recipe) -> int:
+    """train.float8's converter (registry), on the model the DDP strategy has moved to its GPU: how many
+    layers run in float8."""
+    return len(enable(model))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import assert_refused, assert_trains_alike, qwen_pair
-from rdmaops_trainer import fused_rmsnorm, fused_swiglu
 from rdmaops_trainer.config import RecipeError
+from rdmaops_trainer.kernels import fused_rmsnorm, fused_swiglu
 from rdmaops_trainer.models import HFCausalLM
 from torch import nn
 from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm

@@ -8,9 +8,9 @@ import pytest
 import torch
 from conftest import refusal
 from rdmaops_trainer.config import RecipeError, load_recipe
+from rdmaops_trainer.kernels import registry
 from rdmaops_trainer.models import build_model
 from rdmaops_trainer.runtime import Runtime
-from rdmaops_trainer.strategies.ddp import DDPStrategy
 
 ON = ["strategy.name=ddp", "train.precision=bf16", "train.bf16_residual=true"]
 OFF = ["strategy.name=ddp", "train.precision=bf16"]
@@ -77,8 +77,10 @@ def test_a_recipe_that_cannot_keep_a_bf16_stream_is_named() -> None:
 
 
 def test_a_rank_that_computes_in_fp32_refuses_before_training() -> None:
-    """precision auto passes the recipe check but is fp32 on a CPU rank: the strategy says so."""
+    """precision auto passes the recipe check but is fp32 on a CPU rank: the rank's check says so, before any
+    model is built."""
     recipe = load_recipe("tiny", ["strategy.name=ddp", "train.precision=auto", "train.bf16_residual=true"])
     rt = Runtime(0, 1, 0, torch.device("cpu"), "gloo", torch.float32)
     with pytest.raises(RecipeError, match=r"needs bf16 compute; this rank computes in torch.float32 \(train"):
-        DDPStrategy(recipe, rt).prepare(build_model(recipe, vocab_size=257))
+        registry.check_rank(recipe, rt)
+    registry.check_rank(recipe, Runtime(0, 1, 0, torch.device("cpu"), "gloo", torch.bfloat16))

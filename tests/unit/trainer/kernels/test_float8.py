@@ -6,8 +6,8 @@ import sys
 
 import pytest
 from conftest import assert_refused
-from rdmaops_trainer import float8
 from rdmaops_trainer.config import RecipeError, load_recipe
+from rdmaops_trainer.kernels import float8
 from rdmaops_trainer.models import build_model
 from torch import nn
 

@@ -384,3 +384,11 @@ def run(
         lt().matmul(g, a, b, d, bias, aux)
     else:
         run_reference(g, a, b, d, bias, aux)
+
+
+def candidate_ms() -> dict[str, list[float]]:
+    """Each GEMM run so far (``epilogue:MxNxK``): every candidate's milliseconds in the heuristic's order (the
+    first is its own choice), as ``CublasLt`` timed them before keeping the fastest."""
+    return {
+        f"{key[0].epilogue}:{key[0].m}x{key[0].n}x{key[0].k}": prep.ms for key, prep in lt().prepared.items()
+    }

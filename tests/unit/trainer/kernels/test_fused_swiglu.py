@@ -8,8 +8,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import TINY_QWEN_SETS, assert_refused, assert_trains_alike, qwen_pair
-from rdmaops_trainer import fused_swiglu
 from rdmaops_trainer.config import RecipeError, load_recipe
+from rdmaops_trainer.kernels import fused_swiglu
 from rdmaops_trainer.models import HFCausalLM, build_model
 from torch import nn
 

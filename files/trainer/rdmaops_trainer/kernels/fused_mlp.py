@@ -18,13 +18,16 @@ the same column-major plan in torch ops. GELU is the tanh approximation that the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from . import cublaslt
 from .fused_loss import compute_dtype
+
+if TYPE_CHECKING:
+    from ..config import Recipe
 
 
 @torch.library.custom_op("rdmaops::gelu_linear", mutates_args=())
@@ -101,3 +104,13 @@ def mlp(x: torch.Tensor, fc: nn.Linear, proj: nn.Linear) -> torch.Tensor:
             proj.bias.to(dtype),
         )
     return y.view(*x.shape[:-1], proj.out_features)
+
+
+def convert(model: nn.Module, recipe: Recipe) -> int:
+    """train.fused_mlp's converter (registry): every GPT-2 MLP of ``model`` runs ``mlp``; how many."""
+    from ..models import MLP  # models imports this module for MLP.forward
+
+    mlps = [m for m in model.modules() if isinstance(m, MLP)]
+    for m in mlps:
+        m.fused = True
+    return len(mlps)

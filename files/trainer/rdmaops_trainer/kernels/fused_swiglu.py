@@ -22,15 +22,19 @@ which the tests compare against the model's own MLP.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import quack_kernels
-from .config import RecipeError
+from ..errors import RecipeError
+from . import registry
+from .forwards import patch_forwards
 from .fused_loss import compute_dtype
+
+if TYPE_CHECKING:
+    from ..config import Recipe
 
 # the silu module classes transformers' ACT2FN gives for hidden_act "silu" (and torch's own)
 SILU_TYPES = ("SiLU", "SiLUActivation")
@@ -49,7 +53,7 @@ def stack_gate_up(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 def _quack() -> Any:
     """quack's GEMM module."""
-    return quack_kernels.module("train.fused_swiglu", "gemm_interface")
+    return registry.kernels_of("fused_swiglu")
 
 
 def _mm(a: torch.Tensor, b: torch.Tensor, cublas: bool, **quack_args: Any) -> torch.Tensor:
@@ -159,9 +163,10 @@ def patch(model: nn.Module, cublas: bool = False) -> int:
             )
         module.swiglu_cublas = cublas
     what = "SwiGLU MLP (bias-free gate_proj, up_proj, down_proj with SiLU) to fuse"
-    return quack_kernels.patch_forwards("train.fused_swiglu", [m for _, m in mlps], _fused_forward, what)
+    return patch_forwards("train.fused_swiglu", [m for _, m in mlps], _fused_forward, what)
 
 
-def require_kernels(device: torch.device) -> None:
-    """On CUDA: quack importable and a GPU of compute capability 9 or 10; before any step runs."""
-    quack_kernels.require("train.fused_swiglu", device, "gemm_interface")
+def convert(model: nn.Module, recipe: Recipe) -> int:
+    """train.fused_swiglu's converter (registry): the transformers model's SwiGLU MLPs, their plain GEMMs
+    on the library ``train.fused_swiglu_gemms`` names; how many."""
+    return patch(getattr(model, "hf", model), recipe.train.fused_swiglu_gemms == "cublas")

@@ -17,17 +17,21 @@ weight and the input promote to.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
-from . import quack_kernels
+from . import registry
+from .forwards import patch_forwards
+
+if TYPE_CHECKING:
+    from ..config import Recipe
 
 
 def _quack() -> Any:
     """quack's RMSNorm module."""
-    return quack_kernels.module("train.fused_rmsnorm", "rmsnorm")
+    return registry.kernels_of("fused_rmsnorm")
 
 
 def _wide(t: torch.Tensor) -> torch.Tensor:
@@ -121,9 +125,9 @@ def patch(model: nn.Module) -> int:
     """Route every RMSNorm of ``model`` through ``norm``; how many."""
     norms = [m for m in model.modules() if is_rmsnorm(m)]
     what = "RMSNorm (a weight and variance_epsilon, as in llama, qwen2, qwen3, mistral) to run through quack"
-    return quack_kernels.patch_forwards("train.fused_rmsnorm", norms, _fused_forward, what)
+    return patch_forwards("train.fused_rmsnorm", norms, _fused_forward, what)
 
 
-def require_kernels(device: torch.device) -> None:
-    """On CUDA: quack importable and a GPU of compute capability 9 or 10; before any step runs."""
-    quack_kernels.require("train.fused_rmsnorm", device, "rmsnorm")
+def convert(model: nn.Module, recipe: Recipe) -> int:
+    """train.fused_rmsnorm's converter (registry): the transformers model's RMSNorm layers; how many."""
+    return patch(getattr(model, "hf", model))

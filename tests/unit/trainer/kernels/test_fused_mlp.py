@@ -7,8 +7,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import assert_refused
-from rdmaops_trainer import cublaslt, fused_mlp
 from rdmaops_trainer.config import load_recipe
+from rdmaops_trainer.kernels import cublaslt, fused_mlp
 from rdmaops_trainer.models import MLP, build_model, gpt_config
 
 # tokens x in -> hidden -> out, none of them equal, so a swapped dimension or leading dimension cannot pass

@@ -1,0 +1,31 @@
+"""The model shapes of the benchmark rows. Their FLOPs per token and MFU come from the trainer
+(``rdmaops_trainer.transformer_flops_per_token``, ``*_matmul_params``, ``mfu``): one count for every row."""
+
+from __future__ import annotations
+
+# Qwen2.5-1.5B, in the keys of rdmaops_trainer.qwen2_matmul_params
+QWEN15B = {"vocab": 151936, "d": 1536, "layers": 28, "ffn": 8960, "heads": 12, "kv_heads": 2}
+
+# GLM-4.5-Air's layer (hidden 4096, 96 query / 8 KV heads of 128, experts of 1408, top-8 of the routed experts
+# plus one shared, layer 0 dense, vocabulary 151552, untied) with 8 layers and 32 routed experts instead of 46
+# and 128: 6.2 B parameters, 2.7 B active per token, so LoRA training fits one 80 GB GPU.
+GLM_1GPU = {
+    "num_hidden_layers": 8,
+    "n_routed_experts": 32,
+    # GLM-4.5-Air's config.json values where Glm4MoeConfig's defaults differ (head_dim would be 4096 // 96)
+    "head_dim": 128,
+    "attention_bias": True,
+}
+# the CPU smoke test's shape
+TINY_GLM = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "moe_intermediate_size": 32,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "vocab_size": 256,
+}
