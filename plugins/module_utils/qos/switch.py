@@ -145,6 +145,21 @@ def input_errors(platform: str, interfaces: list[str], names: Names, ecn: Ecn) -
     return out
 
 
+def check_inputs(platform: Any, interfaces: Any, names: Any, ecn: Any) -> tuple[list[str], Names, Ecn]:
+    """Every problem with the raw inputs (as the role or the module got them), and the objects they make.
+
+    The one check that the switch_qos role's validate phase and the switch_qos module both run.
+    """
+    if not isinstance(interfaces, list):
+        return [f"switch_qos_interfaces must be a list of port names, got {interfaces!r}"], Names(), Ecn()
+    try:
+        n = Names(**(names or {}))
+        e = Ecn(**(ecn or {}))
+    except TypeError as exc:
+        return [f"switch_qos_names / switch_qos_ecn has an unknown key: {exc}"], Names(), Ecn()
+    return input_errors(str(platform), [str(i) for i in interfaces], n, e), n, e
+
+
 def unknown_interfaces(platform: str, wanted: list[str], present: set[str]) -> list[str]:
     """The wanted interfaces (as displayed) that the switch does not have."""
     return [display_interface(platform, w) for w in wanted if display_interface(platform, w) not in present]
