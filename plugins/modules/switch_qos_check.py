@@ -49,6 +49,14 @@ options:
     description: Seconds the switch waits for the confirming commit.
     type: raw
     required: true
+  hold_before_confirm:
+    description: Seconds between the verified commit and the confirm; checked with O(confirm_timeout).
+    type: raw
+    default: 0
+  timeout:
+    description: Seconds allowed for each reply; the confirm timeout must cover three after the commit.
+    type: raw
+    default: 30
 attributes:
   action:
     description: Runs on the controller.
@@ -75,6 +83,8 @@ EXAMPLES = r"""
     ecn: {}
     password: "{{ vault_switch_password }}"
     confirm_timeout: 120
+    hold_before_confirm: 0
+    timeout: 30
   register: switch_qos_check
 """
 

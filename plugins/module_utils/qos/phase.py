@@ -13,6 +13,42 @@ from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf import timing_errors
+
+_KINDS = {bool: "bool", int: "int", str: "str"}
+# The switch_qos module's arguments (plugins/modules/switch_qos.py documents them). roce_qos is typed (its
+# defaults are roce.DEFAULTS); names and ecn stay raw so that the module checks exactly what the role checks.
+SWITCH_QOS_SPEC: dict[str, Any] = {
+    "name": {"type": "str", "required": True},
+    "host": {"type": "str", "required": True},
+    "port": {"type": "int", "default": 830},
+    "username": {"type": "str", "required": True},
+    "password": {"type": "str", "no_log": True},
+    "ssh_key": {"type": "path", "no_log": False},
+    "hostkey_verify": {"type": "bool", "default": True},
+    "timeout": {"type": "int", "default": 30},
+    "platform": {"type": "str", "required": True, "choices": list(sq.PLATFORMS)},
+    "interfaces": {"type": "list", "elements": "raw", "required": True},
+    "roce_qos": {
+        "type": "dict",
+        "default": {},
+        "options": {k: {"type": _KINDS[type(v)], "default": v} for k, v in roce.DEFAULTS.items()},
+    },
+    "names": {
+        "type": "dict",
+        "default": {},
+        "options": {k: {"type": "raw", "default": v} for k, v in vars(sq.Names()).items()},
+    },
+    "ecn": {
+        "type": "dict",
+        "default": {},
+        "options": {k: {"type": "raw", "default": v} for k, v in vars(sq.Ecn()).items()},
+    },
+    "confirm_timeout": {"type": "int", "default": 120},
+    "hold_before_confirm": {"type": "int", "default": 0},
+    "validate": {"type": "str", "choices": ["candidate", "inline", "none"], "default": "candidate"},
+    "backup_dir": {"type": "path", "required": True},
+}
 
 SWITCH_QOS_CHECK_SPEC: dict[str, Any] = {
     "roce_qos": {"type": "raw"},
@@ -23,28 +59,29 @@ SWITCH_QOS_CHECK_SPEC: dict[str, Any] = {
     "password": {"type": "str", "default": "", "no_log": True},
     "ssh_key": {"type": "str", "default": ""},
     "confirm_timeout": {"type": "raw", "required": True},
+    "hold_before_confirm": {"type": "raw", "default": 0},
+    "timeout": {"type": "raw", "default": 30},
 }
 
 
 def switch_qos_check(p: Mapping[str, Any]) -> dict[str, Any]:
     errors = roce.errors(p["roce_qos"])
-    problems, names, ecn = sq.check_inputs(p["platform"], p["interfaces"], p["names"], p["ecn"])
+    qos = roce.settings(p["roce_qos"]) if not errors else None
+    problems, names, ecn = sq.check_inputs(p["platform"], p["interfaces"], p["names"], p["ecn"], qos)
     errors += problems
     if not p["password"] and not p["ssh_key"]:
         errors.append("no credentials: set switch_qos_password (from Ansible Vault) or switch_qos_ssh_key")
-    timeout = p["confirm_timeout"]
-    if not (isinstance(timeout, int) or str(timeout).isdigit()) or int(timeout) < 1:
-        errors.append("switch_qos_confirm_timeout must be at least 1 second")
-    if errors:
+    errors += timing_errors(p["confirm_timeout"], p["hold_before_confirm"], p["timeout"])
+    if errors or qos is None:
         return {"errors": errors, "plan": {}}
-    qos = roce.settings(p["roce_qos"])
+    interfaces = list(p["interfaces"])
     return {
         "errors": [],
         "plan": {
             "roce_qos": qos,
-            "interfaces": [str(i) for i in p["interfaces"]],
+            "interfaces": interfaces,
             "names": vars(names),
             "ecn": vars(ecn),
-            "manual": sq.manual_steps(str(p["platform"]), qos, [str(i) for i in p["interfaces"]]),
+            "manual": sq.manual_steps(p["platform"], qos, interfaces),
         },
     }

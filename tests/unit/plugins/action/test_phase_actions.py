@@ -48,7 +48,7 @@ def test_switch_qos_check_fails_once_with_every_error() -> None:
     assert out["msg"] == (
         "roce_qos.dscp must be an integer 0..63, got 64; interface 'eth1/1' is listed twice (also as "
         "'Ethernet1/1'); no credentials: set switch_qos_password (from Ansible Vault) or switch_qos_ssh_key; "
-        "switch_qos_confirm_timeout must be at least 1 second"
+        "switch_qos_confirm_timeout must be 1..3600 seconds, got 0"
     )
 
 
