@@ -57,7 +57,7 @@ SWITCH_QOS_CHECK_SPEC: dict[str, Any] = {
     "names": {"type": "raw"},
     "ecn": {"type": "raw"},
     "password": {"type": "str", "default": "", "no_log": True},
-    "ssh_key": {"type": "str", "default": ""},
+    "ssh_key": {"type": "str", "default": "", "no_log": False},
     "confirm_timeout": {"type": "raw", "required": True},
     "hold_before_confirm": {"type": "raw", "default": 0},
     "timeout": {"type": "raw", "default": 30},
