@@ -76,20 +76,8 @@ options:
     description: The first comment line (the role passes Ansible's C(DEFAULT_MANAGED_STR)).
     type: str
     default: Ansible managed
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Plans the same; changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""
@@ -118,15 +106,12 @@ plan:
            "files": {"/etc/nccl.conf": "# Ansible managed\nNCCL_IB_DISABLE=1\n"}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.phase import NCCL_ENV_PLAN_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=NCCL_ENV_PLAN_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed.
-    module.fail_json(msg="nccl_env_plan runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("nccl_env_plan", NCCL_ENV_PLAN_SPEC)
 
 
 if __name__ == "__main__":

@@ -51,20 +51,8 @@ options:
     description: Build and install directory (absolute, not C(/)).
     type: raw
     required: true
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Checks and decides the same; changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""
@@ -91,17 +79,12 @@ plan:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.phase import NCCL_MESH_PLUGIN_CHECK_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=NCCL_MESH_PLUGIN_CHECK_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed.
-    module.fail_json(
-        msg="nccl_mesh_plugin_check runs on the controller through its action plugin (rdmaops.cluster)"
-    )
+    refuse_without_action("nccl_mesh_plugin_check", NCCL_MESH_PLUGIN_CHECK_SPEC)
 
 
 if __name__ == "__main__":

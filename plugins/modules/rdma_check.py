@@ -49,20 +49,8 @@ options:
   roce_qos:
     description: The fabric's RoCE QoS numbers, shared with the switches and NCCL.
     type: raw
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Checks and plans the same; changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""
@@ -89,15 +77,12 @@ plan:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.phase import RDMA_CHECK_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=RDMA_CHECK_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed.
-    module.fail_json(msg="rdma_check runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("rdma_check", RDMA_CHECK_SPEC)
 
 
 if __name__ == "__main__":

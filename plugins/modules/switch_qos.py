@@ -219,6 +219,15 @@ options:
     type: str
     choices: [candidate, inline, none]
     default: candidate
+  with_defaults:
+    description:
+      - The with-defaults mode (RFC 6243) of every read of running. C(auto) asks for C(explicit) (what a
+        client set, even when equal to the default), else C(trim), else the switch's basic mode, whichever it
+        offers; the comparison applies the models' defaults in every mode. A named mode the switch does not
+        offer is refused before any change.
+    type: str
+    choices: [auto, explicit, trim, report-all]
+    default: auto
   backup_dir:
     description: Directory on the controller for the copy of the prior running configuration (mode 0700).
     type: path
@@ -340,7 +349,7 @@ def main() -> None:
         hostkey_verify=p["hostkey_verify"],
         timeout=p["timeout"],
     )
-    plan = Plan(p["platform"], qos, p["interfaces"], names, ecn)
+    plan = Plan(p["platform"], qos, p["interfaces"], names, ecn, p["with_defaults"])
     manual = sq.manual_steps(p["platform"], qos, p["interfaces"])
     for step in manual:
         module.warn(step)

@@ -57,20 +57,8 @@ options:
     description: Seconds allowed for each reply; the confirm timeout must cover three after the commit.
     type: raw
     default: 30
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Checks and plans the same; changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""
@@ -102,17 +90,12 @@ plan:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.phase import SWITCH_QOS_CHECK_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=SWITCH_QOS_CHECK_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed.
-    module.fail_json(
-        msg="switch_qos_check runs on the controller through its action plugin (rdmaops.cluster)"
-    )
+    refuse_without_action("switch_qos_check", SWITCH_QOS_CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -77,6 +77,8 @@ class Plan:
     interfaces: list[str]
     names: sq.Names
     ecn: sq.Ecn
+    # auto: the first of WITH_DEFAULTS_PREFERENCE the switch offers; or one mode by name.
+    with_defaults: str = "auto"
 
 
 @dataclass
@@ -155,21 +157,30 @@ def _caps(m: Any) -> set[str]:
     return {c.split("?")[0] for c in m.server_capabilities}
 
 
-def with_defaults_mode(capabilities: Any) -> str | None:
-    """The with-defaults mode to ask for, from the capability's basic-mode and also-supported (RFC 6243)."""
+def with_defaults_mode(capabilities: Any, wanted: str = "auto") -> str | None:
+    """The with-defaults mode to ask for, from the capability's basic-mode and also-supported (RFC 6243).
+
+    ``auto`` picks the first the switch offers in WITH_DEFAULTS_PREFERENCE (None when it offers none); a named
+    mode the switch does not offer is a NetconfQosError.
+    """
+    modes: set[str] = set()
     for cap in capabilities:
         base, _, query = str(cap).partition("?")
-        if base != CAP_WITH_DEFAULTS:
-            continue
-        params = dict(p.partition("=")[::2] for p in query.split("&") if p)
-        modes = {params.get("basic-mode", "")} | set(params.get("also-supported", "").split(","))
+        if base == CAP_WITH_DEFAULTS:
+            params = dict(p.partition("=")[::2] for p in query.split("&") if p)
+            modes = {params.get("basic-mode", "")} | set(params.get("also-supported", "").split(","))
+    modes.discard("")
+    if wanted == "auto":
         return next((mode for mode in WITH_DEFAULTS_PREFERENCE if mode in modes), None)
-    return None
+    if wanted not in modes:
+        offered = ", ".join(sorted(modes)) or "none"
+        raise NetconfQosError(f"the switch does not offer with-defaults {wanted} (it offers {offered})")
+    return wanted
 
 
 def read_running(m: Any, plan: Plan) -> tuple[list[sq.Line], set[str]]:
     flt = ("subtree", sq.get_filter(plan.platform, plan.interfaces, plan.names))
-    mode = with_defaults_mode(m.server_capabilities)
+    mode = with_defaults_mode(m.server_capabilities, plan.with_defaults)
     kwargs = {"with_defaults": mode} if mode else {}
     reply = m.get_config(source="running", filter=flt, **kwargs)
     return sq.running(plan.platform, reply.data_xml, plan.names)
@@ -439,7 +450,7 @@ def _change(
         )
     try:
         have_lines, ports = run.rpc("read running", read_running, m, plan)
-    except _StepFailed as exc:
+    except (_StepFailed, NetconfQosError) as exc:
         raise NetconfQosError(f"{target.name}: {exc}; nothing was changed") from exc
     unknown = sq.unknown_interfaces(plan.platform, plan.interfaces, ports)
     if unknown:

@@ -47,6 +47,11 @@ SWITCH_QOS_SPEC: dict[str, Any] = {
     "confirm_timeout": {"type": "int", "default": 120},
     "hold_before_confirm": {"type": "int", "default": 0},
     "validate": {"type": "str", "choices": ["candidate", "inline", "none"], "default": "candidate"},
+    "with_defaults": {
+        "type": "str",
+        "choices": ["auto", "explicit", "trim", "report-all"],
+        "default": "auto",
+    },
     "backup_dir": {"type": "path", "required": True},
 }
 

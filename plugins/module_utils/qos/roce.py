@@ -52,7 +52,8 @@ def _shown(value: Any) -> str:
     return repr(str(value)) if isinstance(value, str) else repr(value)
 
 
-def _whole(value: Any) -> int | None:
+def whole(value: Any) -> int | None:
+    """An int, or a string of ASCII digits, as an int; None for anything else (a bool too)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -63,12 +64,12 @@ def _whole(value: Any) -> int | None:
 
 
 def _typed(key: str, value: Any) -> Any:
-    return value if key in BOOLEANS or key == "roce_queue" else _whole(value)
+    return value if key in BOOLEANS or key == "roce_queue" else whole(value)
 
 
 def integer_errors(value: Any, name: str, low: int, high: int) -> list[str]:
     """The one range rule: a whole number (an int, or a string of digits) in low..high."""
-    number = _whole(value)
+    number = whole(value)
     if number is not None and low <= number <= high:
         return []
     return [f"{name} must be an integer {low}..{high}, got {_shown(value)}"]

@@ -27,6 +27,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.roce import whole
+
 NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 XE = "http://cisco.com/ns/yang/Cisco-IOS-XE-native"
 XE_POLICY = "http://cisco.com/ns/yang/Cisco-IOS-XE-policy"
@@ -157,16 +159,6 @@ def _group_errors(platform: str, qos: dict[str, Any]) -> list[str]:
     ]
 
 
-def _whole(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value):
-        return int(value)
-    return None
-
-
 def check_inputs(
     platform: Any, interfaces: Any, names: Any, ecn: Any, qos: dict[str, Any] | None = None
 ) -> tuple[list[str], Names, Ecn]:
@@ -229,7 +221,7 @@ def _ecn(ecn: Any) -> tuple[Ecn, list[str]]:
     for key, (low, high) in ECN_RANGES.items():
         if key not in ecn:
             continue
-        number = _whole(ecn[key])
+        number = whole(ecn[key])
         if number is None or not low <= number <= high:
             unit = " kbytes" if key.endswith("kbytes") else ""
             out.append(

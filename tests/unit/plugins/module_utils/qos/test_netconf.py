@@ -348,3 +348,14 @@ def test_a_trimmed_reply_of_the_edit_payload_is_what_was_sent() -> None:
     # The peer trims as the model does; the edit payload itself is never trimmed.
     root = ET.fromstring(sq.edit_config("nx-os", rq.settings({"mtu": 1500}), NX_PORTS, sq.Names(), sq.Ecn()))
     assert any((el.text or "") == "1500" for el in root.iter())
+
+
+def test_a_named_with_defaults_mode_the_switch_lacks_is_refused_before_any_change(tmp_path: Path) -> None:
+    server = Server(XE_FACTORY, basic_mode="explicit", also=("trim",))
+    p = plan()
+    p.with_defaults = "report-all"
+    with pytest.raises(nq.NetconfQosError, match=r"^sw1: the switch does not offer with-defaults report-all"):
+        apply(server, tmp_path, p)
+    assert ops(server) == ["hello", "close-session"] and not committed(server)
+    p.with_defaults = "trim"
+    assert apply(Server(XE_FACTORY, basic_mode="explicit", also=("trim",)), tmp_path, p).changed
