@@ -165,7 +165,7 @@ def with_defaults_mode(capabilities: Any, wanted: str = "auto") -> str | None:
     """
     modes: set[str] = set()
     for cap in capabilities:
-        base, _, query = str(cap).partition("?")
+        base, query = str(cap).partition("?")[::2]
         if base == CAP_WITH_DEFAULTS:
             params = dict(p.partition("=")[::2] for p in query.split("&") if p)
             modes = {params.get("basic-mode", "")} | set(params.get("also-supported", "").split(","))

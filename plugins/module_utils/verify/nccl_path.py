@@ -115,12 +115,10 @@ def parse(text: str, node: str) -> NodeLog:
             }
         elif msg.startswith("NET/Mesh : backend "):
             out.mesh_backend = msg[len("NET/Mesh : backend ") :].split(",")[0]
-        elif _MESH_CONN.match(msg):
-            out.mesh.append(_MESH_CONN.match(msg).groupdict())  # type: ignore[union-attr]
-        elif _IB_QP.match(msg):
-            q = _IB_QP.match(msg)
-            assert q is not None
-            out.ib_gid[int(q.group("dev"))] = q.group("gid")
+        elif mesh := _MESH_CONN.match(msg):
+            out.mesh.append(mesh.groupdict())
+        elif qp := _IB_QP.match(msg):
+            out.ib_gid[int(qp.group("dev"))] = qp.group("gid")
         elif msg.startswith("Channel "):
             c = _CHANNEL.match(msg)
             if c and pid in pid_rank:

@@ -185,12 +185,12 @@ def test_ios_xe_pfc_is_reported_not_pretended() -> None:
 def test_bad_types_are_named_like_bad_values_not_a_type_error(
     names: object, ecn: object, message: str
 ) -> None:
-    errors, _, _ = sq.check_inputs("nx-os", NX_PORTS, names, ecn)
+    errors = sq.check_inputs("nx-os", NX_PORTS, names, ecn)[0]
     assert len(errors) == 1 and errors[0].startswith(message), errors
 
 
 def test_ecn_thresholds_given_as_digits_are_numbers() -> None:
-    errors, _, ecn = sq.check_inputs("nx-os", NX_PORTS, {}, {"min_kbytes": "200", "max_kbytes": 4000})
+    errors, ecn = sq.check_inputs("nx-os", NX_PORTS, {}, {"min_kbytes": "200", "max_kbytes": 4000})[::2]
     assert errors == [] and ecn == sq.Ecn(200, 4000)
 
 
