@@ -188,7 +188,8 @@ def case_nx_os(sw: Switch) -> None:
     want += [
         "<val>48</val>",
         "c-out-8q-q7",
-        "<setRemBW-items><val>60</val>",
+        "setRemBW-items",
+        "<val>60</val>",
         "<watchDogInterval>1<",
         "c-8q-nq-default",
     ]
