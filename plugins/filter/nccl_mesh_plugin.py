@@ -1,8 +1,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the nccl_mesh_plugin role: the plugin decision and the check of the role's settings.
+"""nccl_mesh_plugin: whether a node needs the Mesh NCCL net plugin, and the NCCL variables that follow.
 
-The rules live in module_utils/nccl/mesh_plugin.py; docs of nccl_mesh_plugin_settings_errors: the .yml
-file beside this one.
+The rules live in module_utils/nccl/mesh_plugin.py, which the role's validate phase
+(rdmaops.cluster.nccl_mesh_plugin_check) calls too.
 """
 
 from __future__ import annotations
@@ -76,13 +76,6 @@ def nccl_mesh_plugin(nccl_version: Any, *, force: bool, transport: str, **settin
         raise AnsibleFilterError(f"nccl_mesh_plugin: {exc}") from exc
 
 
-def nccl_mesh_plugin_settings_errors(settings: dict[str, Any]) -> list[str]:
-    return rules.settings_errors(**settings)
-
-
 class FilterModule:
     def filters(self) -> dict[str, Any]:
-        return {
-            "nccl_mesh_plugin": nccl_mesh_plugin,
-            "nccl_mesh_plugin_settings_errors": nccl_mesh_plugin_settings_errors,
-        }
+        return {"nccl_mesh_plugin": nccl_mesh_plugin}

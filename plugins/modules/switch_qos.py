@@ -7,28 +7,39 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: switch_qos
-short_description: RoCE QoS (DSCP -> qos-group, PFC, priority queue) on a Cisco switch over NETCONF
+short_description: RoCE QoS (DSCP -> qos-group, PFC, CNP and RoCE queues) on a Cisco switch over NETCONF
 version_added: "0.1.0"
 description:
-  - Makes a Cisco switch classify RoCE traffic by DSCP into a qos-group, give it a strict-priority egress
-    queue and (NX-OS) make its CoS lossless with PFC, with jumbo MTU on the listed ports. The numbers come
-    from O(roce_qos), the same variable the hosts' NCCL and NIC settings read.
-  - "IOS-XE (Catalyst 9000, Cisco-IOS-XE-native and Cisco-IOS-XE-policy): class-map on the DSCP, input
-    policy-map setting the qos-group, class-map on the qos-group with an egress policy C(priority level),
-    service-policies and MTU on the ports. No IOS-XE YANG model has priority-flow-control: the module
-    does not configure PFC there and returns the manual step in RV(manual) (and as a warning)."
-  - "NX-OS (Nexus 9000, Cisco-NX-OS-device): qos class-map and policy (DSCP -> qos-group), network-qos
-    policy with C(pause pfc-cos) and MTU on the system class of the qos-group, queuing policy with
-    C(priority level) and WRED/ECN, both attached to C(system qos), and per port
-    C(priority-flow-control mode on), MTU and the qos service-policy."
-  - "Safe change: the running configuration is read and compared first (DSCP names such as C(af31) count
-    as their numbers); when equal nothing else happens. Otherwise the prior running configuration is saved
-    on the controller, running and candidate are locked, the candidate is edited and validated, then
-    committed with C(confirmed) and a timeout, read back and compared, a fresh session proves management
-    still reaches the switch, and only then confirmed. If any step after the commit fails the commit is
-    cancelled; if this process dies, the switch rolls back by itself when O(confirm_timeout) expires."
+  - Makes a Cisco switch carry RoCE as Cisco's data center networking blueprint for AI/ML describes it
+    (docs/switch_qos.md cites it) - RoCE data and congestion notification packets (CNP) classified by DSCP
+    into two qos-groups, CNP on the strict-priority queue, RoCE on a weighted queue with WRED/ECN (or on a
+    strict queue below CNP, O(roce_qos.roce_queue=strict)), its CoS lossless with PFC and the PFC watchdog
+    (NX-OS), jumbo MTU. The numbers come from O(roce_qos), the same variable the hosts' NCCL and NIC settings
+    read.
+  - "IOS-XE (Catalyst 9000, Cisco-IOS-XE-native and Cisco-IOS-XE-policy): class-maps on the two DSCPs, an
+    input policy-map setting the qos-groups, class-maps on the qos-groups with an egress policy (C(priority
+    level) for CNP, C(bandwidth remaining percent) for RoCE), service-policies and MTU on the ports. No IOS-XE
+    YANG model has priority-flow-control: the module does not configure PFC there and returns the manual step
+    in RV(manual) (and as a warning)."
+  - "NX-OS (Nexus 9000, Cisco-NX-OS-device): qos class-maps and policy (DSCP -> qos-group), network-qos policy
+    with C(pause pfc-cos) and MTU on the RoCE class and MTU on the default class, queuing policy (CNP
+    C(priority level), RoCE C(bandwidth remaining percent) with WRED/ECN, the default class the rest), both
+    attached to C(system qos), and per port C(priority-flow-control mode on), the PFC watchdog, MTU and the
+    qos service-policy. qos-group 0 is NX-OS's default class and is refused for RoCE or CNP."
+  - "Safe change: the running configuration is read and compared first, with the model's defaults applied (a
+    leaf a with-defaults C(trim) reply leaves out reads as its default; DSCP names such as C(af31) count as
+    their numbers); when equal nothing else happens. Otherwise running and candidate are locked, the prior
+    running configuration is saved on the controller, the candidate is edited and validated, then committed
+    with C(confirmed) and a timeout under a persist token, read back and compared, a fresh session proves
+    management still reaches the switch, and only then confirmed."
+  - "Any failure (an rpc-error, a reply that times out, a session that drops) ends with a message naming the
+    switch, the step and the state it left: before the confirmed commit nothing is live and the candidate this
+    run locked is discarded; after it, the commit is cancelled while the locks are still held (from a new
+    session when this one dropped); if no session can cancel it, the switch rolls back by itself when
+    O(confirm_timeout) expires. A candidate this run did not lock is never discarded."
   - The objects it owns (its class-maps and policy-maps, by O(names)) are replaced whole; on the ports only
-    the MTU, PFC mode and service-policy leaves are set.
+    the MTU, PFC mode, PFC watchdog and service-policy leaves are set. Uplinks between switches are not
+    configured unless listed in O(interfaces).
   - Runs on the controller (C(ansible_connection=local)) and opens the NETCONF session itself with ncclient,
     because ansible.netcommon.netconf_config's C(confirm) does not work (ansible-collections/ansible.netcommon
     issue 551).
@@ -73,9 +84,10 @@ options:
   interfaces:
     description:
       - Ports that face RoCE hosts, as the platform names them (C(HundredGigE1/0/1); C(Ethernet1/1) or
-        C(eth1/1)). A port the switch does not have is refused before anything changes.
+        C(eth1/1)); C(Ethernet01/01) is the same port as C(Ethernet1/1). A port the switch does not have is
+        refused before anything changes.
     type: list
-    elements: str
+    elements: raw
     required: true
   roce_qos:
     description:
@@ -85,7 +97,7 @@ options:
     default: {}
     suboptions:
       dscp:
-        description: DSCP of RoCE packets (0..63).
+        description: DSCP of RoCE data packets (0..63).
         type: int
         default: 26
       cos:
@@ -93,75 +105,109 @@ options:
         type: int
         default: 3
       qos_group:
-        description: qos-group (internal class) of RoCE traffic (0..7).
+        description: qos-group (internal class) of RoCE traffic (0..7; 1..7 on NX-OS).
         type: int
         default: 3
       priority_level:
-        description: Strict priority level of the RoCE queue (1..2).
+        description: Strict priority level of the CNP queue, or of the RoCE queue with
+          O(roce_qos.roce_queue=strict) (then 2, below CNP's 1).
         type: int
         default: 1
       mtu:
-        description: MTU of the listed ports and the RoCE class (1500..9216).
+        description: MTU of the listed ports, the RoCE class and (NX-OS) the default class (1500..9216).
         type: int
         default: 9216
       ecn:
         description: ECN marking (WRED) on the RoCE queue (NX-OS).
         type: bool
         default: true
+      cnp_dscp:
+        description: DSCP of the congestion notification packets the hosts send (0..63).
+        type: int
+        default: 48
+      cnp_qos_group:
+        description: qos-group of CNP (0..7; 1..7 on NX-OS), on the strict-priority queue.
+        type: int
+        default: 7
+      roce_queue:
+        description: C(weighted) (the blueprint's design) or C(strict) (RoCE on a strict queue below CNP).
+        type: str
+        default: weighted
+      bandwidth_percent:
+        description: The RoCE queue's share of the bandwidth the strict queue leaves (1..99); the default
+          class gets the rest.
+        type: int
+        default: 60
+      pfc_watchdog:
+        description: C(priority-flow-control watch-dog-interval on) on the ports (NX-OS).
+        type: bool
+        default: true
   names:
-    description: Names of the class-maps and policy-maps the module owns on the switch.
+    description: Names of the class-maps and policy-maps the module owns on the switch (1-40 letters, digits,
+      C(_ . -), all different).
     type: dict
     default: {}
     suboptions:
       class_map:
         description: Class-map matching the RoCE DSCP.
-        type: str
+        type: raw
         default: ROCE
+      cnp_class_map:
+        description: Class-map matching the CNP DSCP.
+        type: raw
+        default: ROCE-CNP
       input_policy:
-        description: Input policy-map setting the qos-group.
-        type: str
+        description: Input policy-map setting the qos-groups.
+        type: raw
         default: ROCE-IN
       group_class_map:
-        description: IOS-XE class-map matching the qos-group (egress).
-        type: str
+        description: IOS-XE class-map matching the RoCE qos-group (egress).
+        type: raw
         default: ROCE-QG
+      cnp_group_class_map:
+        description: IOS-XE class-map matching the CNP qos-group (egress).
+        type: raw
+        default: ROCE-CNP-QG
       output_policy:
-        description: Egress policy-map (IOS-XE) or queuing policy-map (NX-OS) with the priority queue.
-        type: str
+        description: Egress policy-map (IOS-XE) or queuing policy-map (NX-OS).
+        type: raw
         default: ROCE-OUT
       network_qos_policy:
         description: NX-OS network-qos policy-map (PFC pause and MTU).
-        type: str
+        type: raw
         default: ROCE-NQ
   ecn:
-    description: WRED/ECN thresholds of the RoCE queue (NX-OS), in kbytes.
+    description: WRED/ECN thresholds of the RoCE queue (NX-OS), whole numbers (the blueprint's 100G example).
     type: dict
     default: {}
     suboptions:
       min_kbytes:
-        description: Minimum threshold.
-        type: int
+        description: Minimum threshold in kbytes.
+        type: raw
         default: 150
       max_kbytes:
-        description: Maximum threshold.
-        type: int
+        description: Maximum threshold in kbytes, above the minimum.
+        type: raw
         default: 3000
       drop_probability:
-        description: Drop probability in percent.
-        type: int
+        description: Drop probability in percent (0..100).
+        type: raw
         default: 7
       weight:
         description: Averaging weight (0..15).
-        type: int
+        type: raw
         default: 0
   confirm_timeout:
-    description: Seconds the switch waits for the confirming commit before it rolls back by itself.
+    description:
+      - Seconds the switch waits for the confirming commit before it rolls back by itself (1..3600). Checked
+        with O(hold_before_confirm) and O(timeout) before any session opens - it must cover the hold and three
+        replies (read-back, new session, confirm).
     type: int
     default: 120
   hold_before_confirm:
     description:
-      - Seconds to wait between the verified commit and the confirm (e.g. to watch traffic); the
-        management check runs after it.
+      - Seconds to wait between the verified commit and the confirm (e.g. to watch traffic); the management
+        check runs after it. 0 or more, shorter than O(confirm_timeout).
     type: int
     default: 0
   validate:
@@ -173,6 +219,15 @@ options:
     type: str
     choices: [candidate, inline, none]
     default: candidate
+  with_defaults:
+    description:
+      - The with-defaults mode (RFC 6243) of every read of running. C(auto) asks for C(explicit) (what a
+        client set, even when equal to the default), else C(trim), else the switch's basic mode, whichever it
+        offers; the comparison applies the models' defaults in every mode. A named mode the switch does not
+        offer is refused before any change.
+    type: str
+    choices: [auto, explicit, trim, report-all]
+    default: auto
   backup_dir:
     description: Directory on the controller for the copy of the prior running configuration (mode 0700).
     type: path
@@ -180,8 +235,11 @@ options:
 notes:
   - Check mode reads running, reports the difference (and the diff with C(--diff)) and opens no lock and no
     candidate edit.
-  - Needs the C(:candidate) and C(:confirmed-commit:1.1) capabilities; uses C(:validate) and
-    C(:with-defaults) (trim) when the switch offers them.
+  - Needs the C(:candidate) and C(:confirmed-commit:1.1) capabilities; uses C(:validate) when offered, and
+    asks read-back in the with-defaults mode C(explicit), else C(trim), else the server's basic mode.
+  - yuma123's netconfd does not roll back a cancel-commit sent while the same session holds the running lock;
+    for a server naming yuma modules in its capabilities the running lock is released just before the
+    cancel-commit.
 requirements:
   - ncclient (on the controller)
 attributes:
@@ -237,7 +295,7 @@ state:
       C(ports) maps each listed port to its C(mtu), C(pfc) mode (NX-OS) and C(input_policy).
   returned: always
   type: dict
-  sample: {"dscp": [26], "qos_group": [3], "pause_cos": [3], "priority_level": [1],
+  sample: {"dscp": [26, 48], "qos_group": [3, 7], "pause_cos": [3], "priority_level": [1],
            "ports": {"Ethernet1/1": {"mtu": 9216, "pfc": "on", "input_policy": "ROCE-IN"}}}
 seconds:
   description: Time spent reading, and from the confirmed commit to the confirm.
@@ -255,7 +313,9 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf import
     Plan,
     Target,
     apply,
+    timing_errors,
 )
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.phase import SWITCH_QOS_SPEC
 
 try:
     import ncclient  # noqa: F401  # pylint: disable=unused-import
@@ -265,82 +325,20 @@ except ImportError:
     HAS_NCCLIENT = False
 
 
-def _dict(spec: dict[str, tuple[str, object]]) -> dict[str, dict[str, object]]:
-    return {key: {"type": kind, "default": default} for key, (kind, default) in spec.items()}
-
-
 def main() -> None:
     module = AnsibleModule(
-        argument_spec={
-            "name": {"type": "str", "required": True},
-            "host": {"type": "str", "required": True},
-            "port": {"type": "int", "default": 830},
-            "username": {"type": "str", "required": True},
-            "password": {"type": "str", "no_log": True},
-            "ssh_key": {"type": "path", "no_log": False},
-            "hostkey_verify": {"type": "bool", "default": True},
-            "timeout": {"type": "int", "default": 30},
-            "platform": {"type": "str", "required": True, "choices": ["ios-xe", "nx-os"]},
-            "interfaces": {"type": "list", "elements": "str", "required": True},
-            "roce_qos": {
-                "type": "dict",
-                "default": {},
-                "options": _dict(
-                    {
-                        "dscp": ("int", 26),
-                        "cos": ("int", 3),
-                        "qos_group": ("int", 3),
-                        "priority_level": ("int", 1),
-                        "mtu": ("int", 9216),
-                        "ecn": ("bool", True),
-                    }
-                ),
-            },
-            "names": {
-                "type": "dict",
-                "default": {},
-                "options": _dict(
-                    {
-                        "class_map": ("str", "ROCE"),
-                        "input_policy": ("str", "ROCE-IN"),
-                        "group_class_map": ("str", "ROCE-QG"),
-                        "output_policy": ("str", "ROCE-OUT"),
-                        "network_qos_policy": ("str", "ROCE-NQ"),
-                    }
-                ),
-            },
-            "ecn": {
-                "type": "dict",
-                "default": {},
-                "options": _dict(
-                    {
-                        "min_kbytes": ("int", 150),
-                        "max_kbytes": ("int", 3000),
-                        "drop_probability": ("int", 7),
-                        "weight": ("int", 0),
-                    }
-                ),
-            },
-            "confirm_timeout": {"type": "int", "default": 120},
-            "hold_before_confirm": {"type": "int", "default": 0},
-            "validate": {"type": "str", "choices": ["candidate", "inline", "none"], "default": "candidate"},
-            "backup_dir": {"type": "path", "required": True},
-        },
-        required_one_of=[("password", "ssh_key")],
-        supports_check_mode=True,
+        argument_spec=SWITCH_QOS_SPEC, required_one_of=[("password", "ssh_key")], supports_check_mode=True
     )
     p = module.params
     if not HAS_NCCLIENT:
         module.fail_json(msg=missing_required_lib("ncclient"))
+    # The same check the switch_qos role runs in its validate phase (module_utils/qos/phase.py).
     problems = rq.errors(p["roce_qos"])
-    names = sq.Names(**p["names"])
-    ecn = sq.Ecn(**p["ecn"])
-    problems += sq.input_errors(p["platform"], p["interfaces"], names, ecn)
-    if not 1 <= p["confirm_timeout"] <= 3600:
-        problems.append(f"confirm_timeout must be 1..3600 seconds, got {p['confirm_timeout']}")
+    qos = rq.settings(p["roce_qos"]) if not problems else {}
+    inputs, names, ecn = sq.check_inputs(p["platform"], p["interfaces"], p["names"], p["ecn"], qos)
+    problems += inputs + timing_errors(p["confirm_timeout"], p["hold_before_confirm"], p["timeout"])
     if problems:
         module.fail_json(msg=f"{p['name']}: " + "; ".join(problems))
-    qos = rq.settings(p["roce_qos"])
     target = Target(
         name=p["name"],
         host=p["host"],
@@ -351,7 +349,7 @@ def main() -> None:
         hostkey_verify=p["hostkey_verify"],
         timeout=p["timeout"],
     )
-    plan = Plan(p["platform"], qos, p["interfaces"], names, ecn)
+    plan = Plan(p["platform"], qos, p["interfaces"], names, ecn, p["with_defaults"])
     manual = sq.manual_steps(p["platform"], qos, p["interfaces"])
     for step in manual:
         module.warn(step)
@@ -367,6 +365,8 @@ def main() -> None:
         )
     except NetconfQosError as exc:
         module.fail_json(msg=str(exc), manual=manual)
+    for warning in out.warnings:
+        module.warn(warning)
     result = {
         "changed": out.changed,
         "differences": out.differences,

@@ -71,6 +71,11 @@ options:
       - The RoCE QoS section (the verify_qos_section filter's output - C(rows), C(problems), C(consistent),
         C(roce_qos)); its problems count as failures. Null when not checked.
     type: dict
+  nccl_path:
+    description:
+      - The path NCCL took in the all-reduce (rdmaops.cluster.verify_nccl_path's result - C(verdict),
+        C(problems), C(channels)); its problems count as failures. Null when not checked.
+    type: dict
 attributes:
   check_mode:
     description: Judges the measurements and returns the report without writing files.
@@ -153,6 +158,7 @@ def main() -> None:
             "reachability": {"type": "dict", "default": {}},
             "collective": {"type": "dict"},
             "qos": {"type": "dict"},
+            "nccl_path": {"type": "dict"},
         },
         supports_check_mode=True,
     )
@@ -173,6 +179,7 @@ def main() -> None:
             reachability=params["reachability"],
             collective=params["collective"],
             qos=params["qos"],
+            nccl=params["nccl_path"],
         )
     except TypeError as exc:
         module.fail_json(msg=f"unknown threshold: {exc}")

@@ -184,8 +184,18 @@ def case_nx_os(sw: Switch) -> None:
     rc, out = sw.play(*_nx(sw))[:2]
     text = sw.running()
     want = ["<pfcCos3>true</pfcCos3>", "<mode>1</mode>", "c-8q-nq3", "<ecn>true</ecn>", "<val>26</val>"]
+    # The blueprint's design: CNP (DSCP 48) to qos-group 7 on the strict queue, RoCE weighted, PFC watchdog.
+    want += [
+        "<val>48</val>",
+        "c-out-8q-q7",
+        "setRemBW-items",
+        "<val>60</val>",
+        "<watchDogInterval>1<",
+        "c-8q-nq-default",
+    ]
     check(
-        "NX-OS apply: qos, network-qos (pause pfc-cos 3) and queuing policies, PFC mode on, MTU on the ports",
+        "NX-OS apply: qos (RoCE and CNP), network-qos (pause pfc-cos 3, MTU) and queuing (CNP strict, RoCE "
+        "weighted with ECN) policies, PFC mode on and its watchdog, MTU on the ports",
         rc == 0 and _changed(out) == "1" and all(w in text for w in want),
         f"rc={rc} changed={_changed(out)}; missing {[w for w in want if w not in text]}",
     )
@@ -213,6 +223,21 @@ def case_bad_inputs(sw: Switch) -> None:
         (
             ["-e", '{"switch_qos_interfaces": ["HundredGigE1/0/1", "HundredGigE1/0/1"]}'],
             "interface 'HundredGigE1/0/1' is listed twice",
+            True,
+        ),
+        (
+            ["-e", '{"switch_qos_interfaces": ["HundredGigE1/0/1", "HundredGigE01/0/01"]}'],
+            "interface 'HundredGigE01/0/01' is listed twice (also as 'HundredGigE1/0/1')",
+            True,
+        ),
+        (
+            ["-e", '{"switch_qos_ecn": {"min_kbytes": "150k"}}'],
+            "switch_qos_ecn.min_kbytes must be a whole number 0..52428800 kbytes, got '150k'",
+            True,
+        ),
+        (
+            ["-e", "switch_qos_confirm_timeout=10", "-e", "switch_qos_hold_before_confirm=60"],
+            "switch_qos_hold_before_confirm 60 s is not shorter than switch_qos_confirm_timeout 10 s",
             True,
         ),
     ]
@@ -294,9 +319,15 @@ def case_killed(sw: Switch) -> None:
     """The controller dies between commit and confirm: the switch rolls back when the timeout expires."""
     sw.factory()
     base = sw.datastores()[0]
-    timeout = 10
+    # The shortest timing the role accepts with a hold to kill in: 10 s hold + 3 replies of 3 s <= 20 s.
+    timeout = 20
     proc = sw.play_async(
-        "-e", "switch_qos_hold_before_confirm=60", "-e", f"switch_qos_confirm_timeout={timeout}"
+        "-e",
+        "switch_qos_hold_before_confirm=10",
+        "-e",
+        f"switch_qos_confirm_timeout={timeout}",
+        "-e",
+        "switch_qos_timeout=3",
     )
     seen = _wait_for(sw, "ROCE-OUT", True, 60)
     committed = time.monotonic()
@@ -333,6 +364,45 @@ def case_locked(sw: Switch) -> None:
     )
 
 
+def case_others_candidate(sw: Switch) -> None:
+    """Another session edited the candidate and did not commit: the play refuses and leaves that edit."""
+    sw.factory()
+    before = sw.datastores()[0]
+    theirs = (
+        f'<config xmlns="{NC}"><native xmlns="http://cisco.com/ns/yang/Cisco-IOS-XE-native"><policy>'
+        '<class-map xmlns="http://cisco.com/ns/yang/Cisco-IOS-XE-policy"><name>THEIRS</name>'
+        "<prematch>match-any</prematch></class-map></policy></native></config>"
+    )
+    with sw.session() as other:
+        other.edit_config(target="candidate", config=theirs)
+        rc, out, took = sw.play()
+        kept = "THEIRS" in other.get_config(source="candidate").data_xml
+        other.discard_changes()
+    check(
+        "another session's uncommitted candidate: refused, its edit left in the candidate, running untouched",
+        rc != 0 and "uncommitted changes of another session" in out and kept and sw.datastores()[0] == before,
+        f"{took:.1f} s; candidate kept the other edit: {kept}; {_msg(out)[:200]}",
+    )
+
+
+def case_defaults(sw: Switch) -> None:
+    """Values equal to the model's defaults (NX-OS MTU 1500, priority level 1) under with-defaults trim, which
+    leaves them out of every reply: the change is verified and the re-run changes nothing."""
+    sw.factory()
+    qos = ["-e", '{"roce_qos": {"mtu": 1500, "priority_level": 1}}', "-e", "switch_qos_with_defaults=trim"]
+    for label, platform in (("NX-OS", _nx(sw)), ("IOS-XE", [])):
+        rc, out, took = sw.play(*platform, *qos)
+        first = (rc, _changed(out))
+        rc2, out2, took2 = sw.play(*platform, *qos)
+        check(
+            f"{label} MTU 1500 and priority level 1 under with-defaults trim: applied, re-run changed=0",
+            first == (0, "1") and rc2 == 0 and _changed(out2) == "0",
+            f"first rc={first[0]} changed={first[1]} {took:.1f} s; re-run rc={rc2} changed={_changed(out2)} "
+            f"{took2:.1f} s; {_msg(out if first[0] else out2)[:160]}",
+        )
+        sw.factory()
+
+
 def case_nic_qos_veth(sw: Switch) -> None:
     """The host side on a lab node: its data port (a veth) has no DCB, which is said, not failed."""
     doc = yaml.safe_load((sw.inventory / "hosts.yml").read_text())
@@ -363,6 +433,8 @@ CASES: dict[str, Callable[[Switch], None]] = {
     "verify_fails": case_verify_fails,
     "killed": case_killed,
     "locked": case_locked,
+    "others_candidate": case_others_candidate,
+    "defaults": case_defaults,
     "nic_qos_veth": case_nic_qos_veth,
 }
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# The reference fabric: RoCE marked DSCP 26 (AF31), classified into qos-group 3, lossless (PFC) on
-# CoS 3, strict priority level 1 on egress, jumbo frames, ECN marking on the RoCE queue.
+# The reference fabric, after Cisco's data center networking blueprint for AI/ML (docs/switch_qos.md):
+# RoCE marked DSCP 26 (AF31) in qos-group 3, lossless (PFC) on CoS 3, a weighted egress queue
+# (``bandwidth_percent`` of what the strict queue leaves) with WRED/ECN marking; congestion notification
+# packets (CNP, DSCP 48) in qos-group 7 on the strict-priority queue at ``priority_level``; jumbo frames; the
+# PFC watchdog on the RoCE ports. ``roce_queue: strict`` puts RoCE itself on a strict queue (below CNP).
 DEFAULTS: dict[str, Any] = {
     "dscp": 26,
     "cos": 3,
@@ -20,6 +23,11 @@ DEFAULTS: dict[str, Any] = {
     "priority_level": 1,
     "mtu": 9216,
     "ecn": True,
+    "cnp_dscp": 48,
+    "cnp_qos_group": 7,
+    "roce_queue": "weighted",
+    "bandwidth_percent": 60,
+    "pfc_watchdog": True,
 }
 
 # Ranges every supported platform accepts: qos-group 0..7 (NX-OS has 8 queues; IOS-XE takes 0..99),
@@ -30,7 +38,13 @@ RANGES: dict[str, tuple[int, int]] = {
     "qos_group": (0, 7),
     "priority_level": (1, 2),
     "mtu": (1500, 9216),
+    "cnp_dscp": (0, 63),
+    "cnp_qos_group": (0, 7),
+    # The RoCE queue's share of what the strict queue leaves; the default class gets the rest.
+    "bandwidth_percent": (1, 99),
 }
+BOOLEANS = ("ecn", "pfc_watchdog")
+ROCE_QUEUES = ("weighted", "strict")
 
 
 def _shown(value: Any) -> str:
@@ -38,7 +52,8 @@ def _shown(value: Any) -> str:
     return repr(str(value)) if isinstance(value, str) else repr(value)
 
 
-def _whole(value: Any) -> int | None:
+def whole(value: Any) -> int | None:
+    """An int, or a string of ASCII digits, as an int; None for anything else (a bool too)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -48,9 +63,13 @@ def _whole(value: Any) -> int | None:
     return None
 
 
+def _typed(key: str, value: Any) -> Any:
+    return value if key in BOOLEANS or key == "roce_queue" else whole(value)
+
+
 def integer_errors(value: Any, name: str, low: int, high: int) -> list[str]:
     """The one range rule: a whole number (an int, or a string of digits) in low..high."""
-    number = _whole(value)
+    number = whole(value)
     if number is not None and low <= number <= high:
         return []
     return [f"{name} must be an integer {low}..{high}, got {_shown(value)}"]
@@ -68,8 +87,26 @@ def errors(value: Any, name: str = "roce_qos") -> list[str]:
     for key, (low, high) in RANGES.items():
         if key in value:
             out += integer_errors(value[key], f"{name}.{key}", low, high)
-    if "ecn" in value and not isinstance(value["ecn"], bool):
-        out.append(f"{name}.ecn must be true or false, got {_shown(value['ecn'])}")
+    for key in BOOLEANS:
+        if key in value and not isinstance(value[key], bool):
+            out.append(f"{name}.{key} must be true or false, got {_shown(value[key])}")
+    if "roce_queue" in value and value["roce_queue"] not in ROCE_QUEUES:
+        shown = _shown(value["roce_queue"])
+        out.append(f"{name}.roce_queue must be one of {', '.join(ROCE_QUEUES)}, got {shown}")
+    if out:
+        return out
+    merged = {**DEFAULTS, **{k: _typed(k, v) for k, v in value.items()}}
+    # Classes that share a DSCP or a qos-group are one class on the switch: CNPs would wait behind RoCE.
+    for a, b in (("dscp", "cnp_dscp"), ("qos_group", "cnp_qos_group")):
+        if merged[a] == merged[b]:
+            out.append(
+                f"{name}.{a} and {name}.{b} must differ (RoCE data and CNP are two classes), both {merged[a]}"
+            )
+    if merged["roce_queue"] == "strict" and merged["priority_level"] == 1:
+        out.append(
+            f"{name}.roce_queue strict puts RoCE on a strict queue below the CNP queue (level 1): "
+            "set priority_level 2"
+        )
     return out
 
 
@@ -80,7 +117,7 @@ def settings(value: Any, name: str = "roce_qos") -> dict[str, Any]:
         raise ValueError("; ".join(problems))
     merged = dict(DEFAULTS)
     for key, given in (value or {}).items():
-        merged[key] = given if key == "ecn" else _whole(given)
+        merged[key] = _typed(key, given)
     return merged
 
 

@@ -83,8 +83,14 @@ def markdown(section: dict[str, Any]) -> list[str]:
         "",
         "## RoCE QoS",
         "",
-        f"roce_qos: DSCP {r['dscp']}, CoS {r['cos']}, qos-group {r['qos_group']}, priority level "
-        f"{r['priority_level']}, MTU {r['mtu']}.",
+        f"roce_qos: DSCP {r['dscp']}, CoS {r['cos']}, qos-group {r['qos_group']}, MTU {r['mtu']}; "
+        f"CNP DSCP {r['cnp_dscp']} (qos-group {r['cnp_qos_group']}, strict priority level "
+        f"{1 if r['roce_queue'] == 'strict' else r['priority_level']}); RoCE queue {r['roce_queue']}"
+        + (
+            f" ({r['bandwidth_percent']}%)."
+            if r["roce_queue"] == "weighted"
+            else f" (level {r['priority_level']})."
+        ),
         "",
         "| where | port | DSCP | CoS | PFC | MTU |",
         "|---|---|---|---|---|---|",

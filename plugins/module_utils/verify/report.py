@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import nccl_path
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError, check_hosts
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import (
     evaluate_collective,
@@ -39,6 +40,7 @@ def build_report(
     reachability: dict[str, Any] | None = None,
     collective: dict[str, Any] | None = None,
     qos: dict[str, Any] | None = None,
+    nccl: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole report as one JSON-serialisable document, with pass/fail per measurement."""
     names = check_hosts(hosts)
@@ -77,6 +79,7 @@ def build_report(
     gate_failures = [f"{h}: {msg}" for h, g in sorted((gate or {}).items()) for msg in g.get("failures", [])]
     failures = gate_failures + failures + evaluate_collective(collective, limits)
     failures += [f"QoS: {p}" for p in (qos or {}).get("problems", [])]
+    failures += [f"NCCL path: {p}" for p in (nccl or {}).get("problems", [])]
     return {
         "meta": dict(meta or {}),
         "hosts": names,
@@ -87,6 +90,7 @@ def build_report(
         "measurements": rows,
         "collective": collective,
         "qos": qos,
+        "nccl_path": nccl,
         "failures": failures,
         "passed": not failures,
     }
@@ -194,6 +198,8 @@ def markdown(report: dict[str, Any]) -> str:
                 )
     if report.get("qos"):
         lines += verify_qos.markdown(report["qos"])
+    if report.get("nccl_path"):
+        lines += nccl_path.markdown(report["nccl_path"])
     if report["failures"]:
         lines += ["", "## Failures", ""] + [f"- {f}" for f in report["failures"]]
     return "\n".join(lines) + "\n"

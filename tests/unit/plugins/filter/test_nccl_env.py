@@ -107,25 +107,3 @@ def test_extra_variables_and_registration() -> None:
 def test_dscp_and_gdr_level_have_no_default_in_the_filter() -> None:
     with pytest.raises(TypeError):
         nccl_env("tcp", socket_ifname="eth0")  # type: ignore[call-arg]  # pylint: disable=missing-kwoa
-
-
-def test_role_checks_use_the_filters_rules() -> None:
-    filters = FilterModule().filters()
-    assert filters["nccl_socket_ifname_errors"]("", "nccl_env_socket_ifname") == [
-        "nccl_env_socket_ifname '' is not a valid interface name"
-    ]
-    assert filters["nccl_socket_ifname_errors"]("nodeaddr0", "nccl_env_socket_ifname") == []
-
-
-def test_file_text_filter_renders_sorted_lines_after_the_comments() -> None:
-    text = FilterModule().filters()["nccl_env_file_text"](
-        nccl_env("tcp", socket_ifname="mesh0", **ROLE), ["Ansible managed", "Transport: tcp."]
-    )
-    assert text == (
-        "# Ansible managed\n# Transport: tcp.\n"
-        "GLOO_SOCKET_IFNAME=mesh0\nNCCL_IB_DISABLE=1\nNCCL_IB_TC=104\nNCCL_SOCKET_IFNAME==mesh0\n"
-    )
-    with pytest.raises(
-        AnsibleFilterError, match="nccl_env_file_text: environment variable A: value 'x\\\\ny'"
-    ):
-        FilterModule().filters()["nccl_env_file_text"]({"A": "x\ny"})

@@ -1,6 +1,8 @@
 """Fidelity of the switch payloads: every payload the role renders validates against Cisco's real YANG
-(IOS-XE 17.12.1, NX-OS 9.3(2), in ../shared/yang), and the lab switch's project-written modules accept
-exactly what the real ones accept for that subtree (good and bad variants, both ways).
+(IOS-XE 17.12.1, NX-OS 9.3(2), in ../shared/yang), the lab switch's project-written modules accept
+exactly what the real ones accept for that subtree (good and bad variants, both ways), and what a device
+returns for a rendered payload - with-defaults trim or report-all, as libyang applies the real models'
+defaults - reads back as exactly what was sent.
 
 Skips, saying so, when ../shared/yang or yanglint (Debian's libyang2-tools) is absent.
 """
@@ -18,7 +20,11 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
 
 ROOT = Path(__file__).resolve().parents[5]
-SHARED = ROOT.parent / "shared" / "yang"
+# ../shared beside the checkout, or two levels up for a git worktree kept in a folder of worktrees.
+SHARED = next(
+    (p / "shared" / "yang" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared" / "yang").is_dir()),
+    ROOT.parent / "shared" / "yang",
+)
 LAB = ROOT / "roles" / "lab" / "files" / "yang"
 XE_REAL = SHARED / "cisco-ios-xe-17.12.1"
 NX_REAL = SHARED / "cisco-nx-os-9.3-2"
@@ -55,12 +61,12 @@ def _payload(platform: str, qos: dict[str, object] | None = None) -> str:
     return ET.tostring(sq.data_tree(platform, qos, ports, sq.Names(), sq.Ecn()), encoding="unicode")
 
 
-def _valid(platform: str, which: str, payload: str, tmp_path: Path) -> tuple[bool, str]:
+def _valid(platform: str, which: str, payload: str, tmp_path: Path, *extra: str) -> tuple[bool, str]:
     search, modules = MODELS[(platform, which)]
     data = tmp_path / f"{platform}-{which}.xml"
     data.write_text(payload)
     proc = subprocess.run(
-        ["yanglint", "-p", str(search), "-t", "config", *map(str, modules), str(data)],
+        ["yanglint", "-p", str(search), "-t", "config", *extra, *map(str, modules), str(data)],
         capture_output=True,
         text=True,
         check=False,
@@ -73,13 +79,18 @@ def _valid(platform: str, which: str, payload: str, tmp_path: Path) -> tuple[boo
     assert proc.returncode in (0, 1, 7), (
         f"yanglint crashed ({proc.returncode}) on {which} {platform}: {errors[-500:]}"
     )
-    return proc.returncode == 0, errors
+    return proc.returncode == 0, proc.stdout if extra else errors
 
 
 @pytest.mark.parametrize("platform", ["ios-xe", "nx-os"])
 @pytest.mark.parametrize(
     "qos",
-    [{}, {"dscp": 0, "cos": 0, "qos_group": 0, "priority_level": 2, "mtu": 1500, "ecn": False}, {"dscp": 63}],
+    [
+        {},
+        {"dscp": 0, "cos": 0, "qos_group": 1, "priority_level": 2, "mtu": 1500, "ecn": False},
+        {"dscp": 63, "cnp_dscp": 46, "cnp_qos_group": 5, "bandwidth_percent": 99, "pfc_watchdog": False},
+        {"roce_queue": "strict", "priority_level": 2},
+    ],
 )
 def test_rendered_payloads_validate_against_cisco_models(
     platform: str, qos: dict[str, object], tmp_path: Path
@@ -125,6 +136,13 @@ XE_VARIANTS = {
     ),
     "port mtu 18001": (lambda p: p.replace("<mtu>9216</mtu>", "<mtu>18001</mtu>", 1), False),
     "port mtu 18000": (lambda p: p.replace("<mtu>9216</mtu>", "<mtu>18000</mtu>", 1), True),
+    "bandwidth remaining percent 100": (lambda p: p.replace("<pol:percent>60<", "<pol:percent>100<"), True),
+    "bandwidth remaining percent 101": (lambda p: p.replace("<pol:percent>60<", "<pol:percent>101<"), False),
+    "bandwidth remaining percent 0": (lambda p: p.replace("<pol:percent>60<", "<pol:percent>0<"), False),
+    "remaining percent under rem-option ratio": (
+        lambda p: p.replace("<pol:rem-option>percent<", "<pol:rem-option>ratio<"),
+        False,
+    ),
 }
 
 NX_VARIANTS = {
@@ -144,6 +162,22 @@ NX_VARIANTS = {
     "match type all": (lambda p: p.replace(">match-all<", ">all<"), False),
     "PFC mode 2 (off)": (lambda p: p.replace("<mode>1</mode>", "<mode>2</mode>", 1), True),
     "PFC mode as text": (lambda p: p.replace("<mode>1</mode>", "<mode>on</mode>", 1), False),
+    "PFC watchdog off (2)": (
+        lambda p: p.replace("<watchDogInterval>1<", "<watchDogInterval>2<", 1),
+        True,
+    ),
+    "PFC watchdog as text": (
+        lambda p: p.replace("<watchDogInterval>1<", "<watchDogInterval>on<", 1),
+        False,
+    ),
+    "bandwidth remaining percent 101": (
+        lambda p: p.replace("<setRemBW-items><val>60<", "<setRemBW-items><val>101<"),
+        False,
+    ),
+    "bandwidth remaining percent 0": (
+        lambda p: p.replace("<setRemBW-items><val>60<", "<setRemBW-items><val>0<"),
+        True,
+    ),
 }
 
 
@@ -163,3 +197,58 @@ def test_lab_model_accepts_exactly_what_cisco_accepts(platform: str, name: str, 
     assert lab == real, (
         f"lab model {'accepts' if lab else 'rejects'} {name!r}; Cisco's does not: {lab_err[-400:]}"
     )
+
+
+# ------------------------------------------------------------------ read-back with the model's defaults
+
+
+def _defaults_applied(platform: str, payload: str, mode: str, tmp_path: Path) -> str:
+    """The payload as libyang returns it under with-defaults ``mode`` (trim or all) with Cisco's models."""
+    ok, out = _valid(platform, "real", payload, tmp_path, "-f", "xml", "-d", mode)
+    assert ok and out.strip(), out[-400:]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["trim", "all"])
+@pytest.mark.parametrize(
+    "platform,qos",
+    [
+        ("nx-os", {"mtu": 1500}),  # network-qos class MTU and port MTU at the model default (1500)
+        ("nx-os", {"mtu": 9216}),
+        ("nx-os", {"priority_level": 1}),  # ipqos_PriorityLevel defaults to 1 in NX-OS 9.3
+        ("nx-os", {"priority_level": 2}),
+        ("nx-os", {"roce_queue": "strict", "priority_level": 2, "pfc_watchdog": False}),
+        ("ios-xe", {"priority_level": 1}),  # IOS-XE 17.12.1 gives priority/level no default
+        ("ios-xe", {"priority_level": 2, "mtu": 1500}),
+    ],
+)
+def test_what_the_switch_returns_reads_back_as_what_was_sent(
+    platform: str, qos: dict[str, object], mode: str, tmp_path: Path
+) -> None:
+    ports = XE_PORTS if platform == "ios-xe" else NX_PORTS
+    settings = rq.settings(qos)
+    returned = _defaults_applied(platform, _payload(platform, settings), mode, tmp_path)
+    lines = sq.running(platform, returned, sq.Names())[0]
+    want = sq.intended(platform, settings, ports, sq.Names(), sq.Ecn())
+    assert sq.differences(want, sq.owned_running(platform, lines, ports)) == []
+
+
+def test_trim_does_leave_the_defaults_out(tmp_path: Path) -> None:
+    """The case the read-back handles is real: Cisco's NX-OS model trims MTU 1500 and priority level 1."""
+    trimmed = _defaults_applied("nx-os", _payload("nx-os", rq.settings({"mtu": 1500})), "trim", tmp_path)
+    assert "<value>1500</value>" not in trimmed and "<mtu>1500</mtu>" not in trimmed
+    assert "<prio-items/>" in trimmed and "<level>1</level>" not in trimmed
+    kept = _defaults_applied("ios-xe", _payload("ios-xe", rq.settings({})), "trim", tmp_path)
+    assert "<level>1</level>" in kept  # no default in the IOS-XE model: trim keeps it
+
+
+def test_the_parsers_table_of_nx_os_defaults_is_the_models(tmp_path: Path) -> None:
+    full = ET.fromstring(_defaults_applied("nx-os", _payload("nx-os"), "all", tmp_path))
+    found = {
+        (parent.tag.rsplit("}", 1)[-1], leaf.tag.rsplit("}", 1)[-1], (leaf.text or "").strip())
+        for parent in full.iter()
+        for leaf in parent
+        if len(leaf) == 0
+    }
+    table = {(container, leaf, value) for (container, leaf), value in sq.NX_GENERIC_DEFAULTS.items()}
+    assert table <= found, f"not defaults of Cisco's model: {sorted(table - found)}"

@@ -39,7 +39,8 @@ def _host(tc: str, mtu: int, dcb: dict[str, object]) -> dict[str, object]:
 
 def test_switch_state_reads_the_values() -> None:
     st = _switch()["state"]
-    assert st["dscp"] == [26] and st["pause_cos"] == [3] and st["priority_level"] == [1]  # type: ignore[index]
+    assert st["dscp"] == [26, 48] and st["qos_group"] == [3, 7]  # type: ignore[index]
+    assert st["pause_cos"] == [3] and st["priority_level"] == [1]  # type: ignore[index]
     assert st["ports"]["Ethernet1/2"] == {"mtu": 9216, "pfc": "on", "input_policy": "ROCE-IN"}  # type: ignore[index]
 
 
@@ -54,7 +55,8 @@ def test_consistent_fabric() -> None:
     assert rows[("node1", "data0")]["dscp"] == "26 (NCCL_IB_TC 104)"
     assert rows[("node1", "data0")]["pfc"].startswith("no DCB (Attribute read")
     text = "\n".join(verify_qos.markdown(section))
-    assert "| leaf1 | Ethernet1/1 | 26 | 3 | on | 9216 |" in text and "Verdict: consistent." in text
+    assert "| leaf1 | Ethernet1/1 | 26,48 | 3 | on | 9216 |" in text and "Verdict: consistent." in text
+    assert "CNP DSCP 48 (qos-group 7, strict priority level 1); RoCE queue weighted (60%)" in text
 
 
 def test_each_disagreement_is_named_where_it_is() -> None:

@@ -1,0 +1,101 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NCCL/gloo environment of one node, from its transport, its RDMA ports and its socket interface.
+
+``compute`` is what the public ``rdmaops.cluster.nccl_env`` filter and the nccl_env role's plan phase both
+call; it raises NcclEnvError naming the bad value.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import env_rules as rules
+
+GDR_LEVELS = ("LOC", "PIX", "PXB", "PHB", "SYS")
+_HCA_RE = re.compile(r"^[A-Za-z0-9_.-]+(:[0-9]+)?$")
+_VAR_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+class NcclEnvError(ValueError):
+    """An input the environment cannot be computed from; the message names it."""
+
+
+def compute(
+    transport: Any,
+    ports: list[dict[str, Any]] | None,
+    socket_ifname: Any,
+    *,
+    dscp: Any,
+    gdr_level: Any,
+    hca: list[Any] | None = None,
+    gid_index: Any = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, str]:
+    """Mapping of variable name to string value (NCCL_IB_TC = DSCP x 4, the switches' DSCP)."""
+    errors = (
+        rules.transport_errors(transport, "nccl transport")
+        + rules.socket_ifname_errors(socket_ifname, "socket interface name")
+        + rules.dscp_errors(dscp, "DSCP")
+    )
+    if errors:
+        raise NcclEnvError(errors[0])
+    env: dict[str, str] = {}
+    if transport == "rdma":
+        env.update(_rdma_env(ports or [], hca or [], gid_index, gdr_level))
+    else:
+        env["NCCL_IB_DISABLE"] = "1"
+    env["NCCL_SOCKET_IFNAME"] = f"={socket_ifname}"
+    env["GLOO_SOCKET_IFNAME"] = str(socket_ifname)
+    # The host marks RoCE packets with the traffic class; DSCP is its upper 6 bits.
+    env["NCCL_IB_TC"] = str(int(dscp) * 4)
+    for key, value in (extra or {}).items():
+        if not _VAR_RE.match(str(key)):
+            raise NcclEnvError(f"extra variable name {key!r} is not an environment variable name")
+        env[str(key)] = str(value)
+    return env
+
+
+def _rdma_env(ports: list[dict[str, Any]], hca: list[Any], gid_index: Any, gdr_level: Any) -> dict[str, str]:
+    env = {"NCCL_IB_DISABLE": "0"}
+    if hca:
+        bad = [h for h in hca if not _HCA_RE.match(str(h))]
+        if bad:
+            raise NcclEnvError(f"HCA names must look like mlx5_0 or mlx5_0:1, got {bad}")
+        names = [str(h) for h in hca]
+        selected = [p for p in ports if p.get("device") in hca or f"{p.get('device')}:{p.get('port')}" in hca]
+    else:
+        selected = [p for p in ports if p.get("active")]
+        if not selected:
+            found = ", ".join(f"{p.get('name')} ({p.get('state')})" for p in ports) or "none"
+            raise NcclEnvError(
+                f"transport is rdma but no RDMA port is ACTIVE (ports: {found});"
+                " use transport tcp or fix the ports"
+            )
+        names = [f"{p['device']}:{p['port']}" for p in selected]
+    env["NCCL_IB_HCA"] = "=" + ",".join(names)
+    roce = [p for p in selected if p.get("link_layer") == "Ethernet"]
+    if gid_index is not None:
+        env["NCCL_IB_GID_INDEX"] = str(int(gid_index))
+    elif roce:
+        indices = {p.get("roce_v2_ipv4_gid_index") for p in roce}
+        if None in indices:
+            missing = ", ".join(p["name"] for p in roce if p.get("roce_v2_ipv4_gid_index") is None)
+            raise NcclEnvError(
+                f"no RoCE v2 GID with an IPv4 address on {missing}:"
+                " give the port an IPv4 address or set the GID index"
+            )
+        if len(indices) > 1:
+            detail = ", ".join(f"{p['name']}={p['roce_v2_ipv4_gid_index']}" for p in roce)
+            raise NcclEnvError(
+                f"the RoCE v2 IPv4 GID index differs between ports of one node ({detail});"
+                " NCCL takes one index: set it explicitly"
+            )
+        env["NCCL_IB_GID_INDEX"] = str(indices.pop())
+    if gdr_level:
+        if str(gdr_level).upper() not in GDR_LEVELS:
+            raise NcclEnvError(
+                f"NCCL_NET_GDR_LEVEL must be one of {', '.join(GDR_LEVELS)}, got {gdr_level!r}"
+            )
+        env["NCCL_NET_GDR_LEVEL"] = str(gdr_level).upper()
+    return env

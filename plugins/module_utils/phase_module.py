@@ -1,0 +1,16 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The main() of a role-phase module: its documentation and argument spec live in the module, its work in its
+action plugin (plugins/plugin_utils/phase.py); run as a plain module, it only says so."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def refuse_without_action(name: str, spec: Mapping[str, Any]) -> None:
+    module = AnsibleModule(argument_spec=dict(spec), supports_check_mode=True)
+    # Reached only if the action plugin is bypassed: the phase runs on the controller.
+    module.fail_json(msg=f"{name} runs on the controller through its action plugin (rdmaops.cluster)")
