@@ -31,12 +31,14 @@ def compute(
     hca: list[Any] | None = None,
     gid_index: Any = None,
     extra: dict[str, Any] | None = None,
+    socket_threads: tuple[Any, Any] = (None, None),
 ) -> dict[str, str]:
     """Mapping of variable name to string value (NCCL_IB_TC = DSCP x 4, the switches' DSCP)."""
     errors = (
         rules.transport_errors(transport, "nccl transport")
         + rules.socket_ifname_errors(socket_ifname, "socket interface name")
         + rules.dscp_errors(dscp, "DSCP")
+        + rules.socket_threads_errors(*socket_threads, ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"))
     )
     if errors:
         raise NcclEnvError(errors[0])
@@ -45,6 +47,11 @@ def compute(
         env.update(_rdma_env(ports or [], hca or [], gid_index, gdr_level))
     else:
         env["NCCL_IB_DISABLE"] = "1"
+        # NCCL's socket transport defaults to one thread with one socket per connection, which one core
+        # cannot keep up with on a fast link: helper threads and sockets (docs/nccl_plugin.md, measured).
+        if socket_threads != (None, None):
+            env["NCCL_SOCKET_NTHREADS"] = str(int(socket_threads[0]))
+            env["NCCL_NSOCKS_PERTHREAD"] = str(int(socket_threads[1]))
     env["NCCL_SOCKET_IFNAME"] = f"={socket_ifname}"
     env["GLOO_SOCKET_IFNAME"] = str(socket_ifname)
     # The host marks RoCE packets with the traffic class; DSCP is its upper 6 bits.

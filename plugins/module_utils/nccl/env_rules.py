@@ -14,6 +14,10 @@ from typing import Any
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.roce import RANGES, integer_errors
 
 TRANSPORTS = ("rdma", "tcp")
+# NCCL's socket transport (src/transport/net_socket.cc): at most 16 helper threads (MAX_THREADS) and 64
+# sockets per connection in all (MAX_SOCKETS); larger values are cut with a warning, so refuse them here.
+MAX_SOCKET_THREADS = 16
+MAX_SOCKETS = 64
 # Linux interface names: at most 15 bytes (IFNAMSIZ - 1), no blanks or slashes.
 _IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 
@@ -40,3 +44,23 @@ def socket_ifname_errors(ifname: Any, name: str) -> list[str]:
 def dscp_errors(dscp: Any, name: str) -> list[str]:
     """DSCP is a whole number (an integer, or a string of digits) in 0..63: roce_qos's rule."""
     return integer_errors(dscp, name, *RANGES["dscp"])
+
+
+def socket_threads_errors(nthreads: Any, nsocks_per_thread: Any, names: tuple[str, str]) -> list[str]:
+    """NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD: both unset (NCCL's defaults), or whole numbers with
+    1..16 threads and at most 64 sockets in all (NCCL's limits)."""
+    if nthreads is None and nsocks_per_thread is None:
+        return []
+    if nthreads is None or nsocks_per_thread is None:
+        got = f"{_shown(nthreads)} and {_shown(nsocks_per_thread)}"
+        return [f"set both {names[0]} and {names[1]} or neither, got {got}"]
+    errors = integer_errors(nthreads, names[0], 1, MAX_SOCKET_THREADS) + integer_errors(
+        nsocks_per_thread, names[1], 1, MAX_SOCKETS
+    )
+    total = 0 if errors else int(nthreads) * int(nsocks_per_thread)
+    if total > MAX_SOCKETS:
+        errors.append(
+            f"{names[0]} x {names[1]} = {total} sockets per connection, NCCL's socket transport allows at"
+            f" most {MAX_SOCKETS}"
+        )
+    return errors

@@ -25,6 +25,8 @@ NCCL_ENV_CHECK_SPEC: dict[str, Any] = {
     "roce_qos": {"type": "raw"},
     "conf_file": {"type": "raw", "required": True},
     "env_file": {"type": "raw", "required": True},
+    "socket_nthreads": {"type": "raw"},
+    "nsocks_perthread": {"type": "raw"},
 }
 
 
@@ -36,6 +38,8 @@ def nccl_env_check(p: Mapping[str, Any]) -> Result:
         for e in env_rules.socket_ifname_errors(p["socket_ifname"], "nccl_env_socket_ifname")
     ]
     errors += roce.errors(p["roce_qos"])
+    names = ("nccl_env_socket_nthreads", "nccl_env_nsocks_perthread")
+    errors += env_rules.socket_threads_errors(p.get("socket_nthreads"), p.get("nsocks_perthread"), names)
     if not all(isinstance(p[k], str) and p[k].startswith("/") for k in ("conf_file", "env_file")):
         errors.append("nccl_env_conf_file and nccl_env_file must be absolute paths")
     if errors:
@@ -53,6 +57,8 @@ NCCL_ENV_PLAN_SPEC: dict[str, Any] = {
     "gid_index": {"type": "raw"},
     "net": {"type": "dict", "default": {}},
     "extra": {"type": "dict", "default": {}},
+    "socket_nthreads": {"type": "raw"},
+    "nsocks_perthread": {"type": "raw"},
     "files": {
         "type": "list",
         "elements": "dict",
@@ -78,6 +84,7 @@ def nccl_env_plan(p: Mapping[str, Any]) -> Result:
             hca=p["hca"],
             gid_index=p["gid_index"],
             extra={**p["net"], **p["extra"]},
+            socket_threads=(p.get("socket_nthreads"), p.get("nsocks_perthread")),
         )
         files = {
             f["dest"]: env_file.render(

@@ -117,3 +117,41 @@ def test_mesh_plugin_check_names_each_bad_setting() -> None:
     ]
     bad = phase.nccl_mesh_plugin_check(MESH | {"nccl_version": "two"})
     assert bad["errors"] == ["nccl_mesh_plugin: cannot read NCCL version 'two': expected MAJOR.MINOR.PATCH"]
+
+
+def test_tcp_gets_the_socket_transport_threads_the_role_sets() -> None:
+    out = phase.nccl_env_plan(PLAN | {"net": {}, "extra": {}, "socket_nthreads": 4, "nsocks_perthread": 4})
+    env = out["plan"]["env"]
+    assert env["NCCL_SOCKET_NTHREADS"] == "4" and env["NCCL_NSOCKS_PERTHREAD"] == "4"
+    rdma = phase.nccl_env_plan(
+        PLAN
+        | {
+            "transport": "rdma",
+            "gid_index": 3,
+            "hca": ["mlx5_0"],
+            "net": {},
+            "extra": {},
+            "socket_nthreads": 4,
+            "nsocks_perthread": 4,
+        }
+    )
+    assert (
+        "NCCL_SOCKET_NTHREADS" not in rdma["plan"]["env"]
+    )  # RDMA does not use the socket transport's data path
+    assert "NCCL_SOCKET_NTHREADS" not in phase.nccl_env_plan(PLAN)["plan"]["env"]  # unset: NCCL's defaults
+
+
+def test_socket_threads_are_checked_against_nccls_limits_by_the_role_names() -> None:
+    def errors(threads: Any, socks: Any) -> list[str]:
+        return phase.nccl_env_check(CHECK | {"socket_nthreads": threads, "nsocks_perthread": socks})["errors"]
+
+    assert errors(None, None) == [] and errors(4, 4) == [] and errors("16", 4) == []
+    assert errors(17, 1) == ["nccl_env_socket_nthreads must be an integer 1..16, got 17"]
+    assert errors(8, 16) == [
+        "nccl_env_socket_nthreads x nccl_env_nsocks_perthread = 128 sockets per connection, NCCL's socket"
+        " transport allows at most 64"
+    ]
+    assert errors(4, None) == [
+        "set both nccl_env_socket_nthreads and nccl_env_nsocks_perthread or neither, got 4 and None"
+    ]
+    assert errors("four", 4) == ["nccl_env_socket_nthreads must be an integer 1..16, got 'four'"]
