@@ -99,7 +99,7 @@ def _norm(cmd: str) -> str:
 def test_every_figure_command_is_in_its_section() -> None:
     secs = current_sections()
     for fig in FIGURES:
-        shown = {_norm(raw) for _, raw in shell_commands(secs[fig["capability"]])}
+        shown = {_norm(raw) for _lineno, raw in shell_commands(secs[fig["capability"]])}
         for cmd in fig["commands"]:
             assert _norm(cmd) in shown, (
                 f"{fig['figure']}: its command is not in a sh block of its section: {cmd}"

@@ -67,7 +67,7 @@ def test_the_build_stage_counts_what_it_converted() -> None:
 
 
 # option and setting keys -> the module of their option
-OWN = {k: o.module for o in registry.OPTIONS for k in (o.key, *(name for name, _ in o.settings))}
+OWN = {k: o.module for o in registry.OPTIONS for k in (o.key, *(name for name, _value in o.settings))}
 
 
 def _option_reads(path: Path) -> set[str]:

@@ -144,7 +144,14 @@ def test_pre_535_throttle_and_double_bit_names_are_read() -> None:
     old = edit_gpu(
         old,
         0,
-        "<volatile>\n\t\t\t\t<sram_correctable>0</sram_correctable>\n\t\t\t\t<sram_uncorrectable_parity>0</sram_uncorrectable_parity>\n\t\t\t\t<sram_uncorrectable_secded>0</sram_uncorrectable_secded>\n\t\t\t\t<dram_correctable>0</dram_correctable>\n\t\t\t\t<dram_uncorrectable>0</dram_uncorrectable>",
+        (
+            "<volatile>\n"
+            "\t\t\t\t<sram_correctable>0</sram_correctable>\n"
+            "\t\t\t\t<sram_uncorrectable_parity>0</sram_uncorrectable_parity>\n"
+            "\t\t\t\t<sram_uncorrectable_secded>0</sram_uncorrectable_secded>\n"
+            "\t\t\t\t<dram_correctable>0</dram_correctable>\n"
+            "\t\t\t\t<dram_uncorrectable>0</dram_uncorrectable>"
+        ),
         "<volatile>\n\t\t\t\t<double_bit>\n\t\t\t\t\t<total>1</total>\n\t\t\t\t</double_bit>",
     )
     found = {f["check"]: f["value"] for f in smi_findings(old)}

@@ -67,7 +67,7 @@ def test_clock_sync_chrony_and_timedatectl() -> None:
 
 
 def test_threshold_and_severity_errors_name_the_bad_value() -> None:
-    _, errors = merge_thresholds(
+    _merged, errors = merge_thresholds(
         {
             "gpu_count": "8",
             "rdma_rate_gbps": -1,

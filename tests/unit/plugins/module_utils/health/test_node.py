@@ -72,11 +72,11 @@ def test_healthy_node_passes_every_check(box) -> None:
 
 
 def test_counters_compare_with_the_last_check_of_the_same_boot(box, tmp_path: Path) -> None:
-    _, state = box.run(host_disk_free_min_gib=0)
+    _report, state = box.run(host_disk_free_min_gib=0)
     path = tmp_path / "state" / "health.json"
     node.save_state(str(path), state)
     write_counters(box.sysfs, "mlx5_0", {"link_downed": 3})
-    report, _ = box.run(node.load_state(str(path)), now=1300.0, host_disk_free_min_gib=0)
+    report, _state = box.run(node.load_state(str(path)), now=1300.0, host_disk_free_min_gib=0)
     (f,) = report["findings"]
     assert (f["check"], f["subject"], f["value"], f["severity"]) == (
         "rdma.counter",
@@ -87,7 +87,7 @@ def test_counters_compare_with_the_last_check_of_the_same_boot(box, tmp_path: Pa
     assert not report["ok"]
     # After a reboot the old snapshot is no baseline.
     state["boot_id"] = "another-boot"
-    report, _ = box.run(state, now=1300.0, host_disk_free_min_gib=0)
+    report, _state = box.run(state, now=1300.0, host_disk_free_min_gib=0)
     assert report["ok"] and report["checks"]["rdma.counter"].startswith("skipped")
 
 
@@ -102,7 +102,7 @@ def test_xid_acknowledged_after_a_gpu_reset(box) -> None:
     box.set(
         "kernel_log", (HEALTH / "dmesg-nvrm.h200x4.txt").read_text() + XID_79 + XID_79.replace("512.", "900.")
     )
-    report, _ = box.run(state, host_disk_free_min_gib=0)
+    report, _state = box.run(state, host_disk_free_min_gib=0)
     assert [f["value"] for f in report["findings"]] == ["Xid 79 x1"]
 
 
@@ -113,7 +113,7 @@ def test_faults_from_several_sources_at_once(box) -> None:
         (HEALTH / "chronyc-tracking.synced.txt").read_text().replace(": Normal", ": Not synchronised"),
     )
     (box.sysfs / "class/infiniband/mlx5_0/ports/1/rate").write_text("50 Gb/sec (2X EDR)\n")
-    report, _ = box.run(host_disk_free_min_gib=10**9)
+    report, _state = box.run(host_disk_free_min_gib=10**9)
     got = {(f["check"], f["severity"]) for f in report["findings"]}
     assert got == {
         ("gpu.pcie_width", "fail"),
@@ -128,17 +128,17 @@ def test_no_nvidia_smi(box, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.setenv("PATH", str(tmp_path))
     sources = {k: v for k, v in box.sources.items() if k != "nvidia_smi"}
     limits = thresholds(gpu_count=4, rdma_ports="none")
-    report, _ = node.run("node1", limits, sources=sources, sysfs_root=str(tmp_path))
+    report, _state = node.run("node1", limits, sources=sources, sysfs_root=str(tmp_path))
     (f,) = report["findings"]
     assert (f["check"], f["value"], f["severity"]) == ("gpu.tools", "nvidia-smi not found", "fail")
-    report, _ = node.run("node1", thresholds(), sources=sources, sysfs_root=str(tmp_path))
+    report, _state = node.run("node1", thresholds(), sources=sources, sysfs_root=str(tmp_path))
     assert report["ok"] and report["checks"]["gpu.count"] == "skipped: nvidia-smi not found"
 
 
 def test_severity_off_skips_a_check(box) -> None:
     box.set("nvidia_smi", edit_gpu(SMI_XML, 0, "<persistence_mode>Enabled<", "<persistence_mode>Disabled<"))
     limits = thresholds(gpu_count=4, host_disk_free_min_gib=0, rdma_ports="none")
-    report, _ = node.run(
+    report, _state = node.run(
         "node1", limits, {"gpu.persistence_mode": "off"}, sources=box.sources, sysfs_root=str(box.sysfs)
     )
     assert report["findings"] == [] and report["checks"]["gpu.persistence_mode"] == "skipped: severity off"
