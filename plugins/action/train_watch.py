@@ -54,6 +54,7 @@ class ActionModule(ActionBase):
             startup_timeout=p["startup_timeout"],
             lost_timeout=p["lost_timeout"],
             failure_grace=p["failure_grace"],
+            stopped_timeout=p["stopped_timeout"],
         )
         buffers: dict[str, bytes] = {}
         try:
@@ -66,6 +67,7 @@ class ActionModule(ActionBase):
                     log=p["log_file"],
                     interval=p["poll_interval"],
                     offset=p["metrics_offset"] if rank == 0 else 0,
+                    events=p["events_file"],
                 )
                 proc = subprocess.Popen(
                     argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -122,6 +124,8 @@ class ActionModule(ActionBase):
             log_tail=outcome.log_tail,
             job=watch.report(now),
         )
+        if outcome.warnings:
+            result["warnings"] = list(outcome.warnings)
         if outcome.status != "succeeded":
             result["failed"] = True
         return result
