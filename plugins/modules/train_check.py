@@ -13,8 +13,8 @@ description:
   - Runs on the controller (an action plugin); nothing on a node changes, and check mode runs the same.
   - Merges O(overrides) with the shorthands O(steps), O(warmup), O(lr) and the choices O(hsdp) and O(resume),
     resolves the recipe with the trainer's own code (as M(rdmaops.cluster.trainer_recipe) does) for the
-    number of O(hosts), and writes it out as the one recipe file every node runs (RV(plan.recipe_text)) with
-    its sha256 (RV(plan.recipe_sha256)).
+    number of O(hosts), and writes it out as the one recipe file every node runs (C(plan.recipe_text)) with
+    its sha256 (C(plan.recipe_sha256)).
   - Fails with every error in one message, each naming its setting and value (an unknown recipe lists the
     known ones; a world size that does not fit names both numbers).
 author:
@@ -86,23 +86,11 @@ options:
     default: /var/log/rdmaops
   render_dir:
     description: With a directory, the role writes each node's launch files under C(<render_dir>/<job>/<node>)
-      on the controller and starts nothing (see RV(plan.render_dir)).
+      on the controller and starts nothing (see C(plan.render_dir)).
     type: str
     default: ''
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Runs the same; changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

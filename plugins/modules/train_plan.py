@@ -14,7 +14,7 @@ description:
     nothing on a node changes, and check mode runs the same.
   - Compares the reports (versions, GPUs, inputs and their copies, interfaces, ports, units, disk, output
     directory) and fails with every problem in one message, each naming node, value and fix.
-  - Otherwise plans, from the plan of M(rdmaops.cluster.train_check) and the reports, what each node starts:
+  - Otherwise plans, from the plan of M(rdmaops.cluster.train_check) and the reports, what each node starts,
     its launch directory C(<workdir>/launch/<node>) (C(launch.sh), C(nccl.env), C(job.env), C(recipe.yaml),
     C(hostfile) for DeepSpeed), the unit's command (C(supervise.py) running C(launch.sh)), the job record
     (C(job.json)) and, for Slurm, the batch script. The master address is the master's NCCL/gloo interface
@@ -47,7 +47,7 @@ options:
     type: bool
     default: false
   sync_data:
-    description: Inputs a node lacks or holds in another copy are to be copied (RV(plan.sync)), not errors.
+    description: Inputs a node lacks or holds in another copy are to be copied (C(plan.sync)), not errors.
     type: bool
     default: false
   env_file:
@@ -58,20 +58,8 @@ options:
     description: More environment variables for every node's launcher (in C(job.env)).
     type: dict
     default: {}
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Runs the same; changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""
@@ -99,8 +87,8 @@ plan:
       C(master_port), C(workdir), C(output_dir), C(metrics_file), C(log_file), C(events_file), C(steps),
       C(order), C(recipe_sha256), C(slurm_job_name)), C(job_record), C(nodes) (per host C(node_rank), C(dir),
       C(command), C(files) (the launch directory, file name to content), C(unit_files) (absolute path to
-      content: those, C(supervise.py) and C(job.json)), C(unit_argv)), C(recipe_file), C(batch_script) and
-      C(batch_script_text) (Slurm).
+      content, those files with C(supervise.py) and C(job.json)), C(unit_argv)), C(recipe_file),
+      C(batch_script) and C(batch_script_text) (Slurm).
   returned: success
   type: dict
 """

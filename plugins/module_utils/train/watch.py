@@ -435,32 +435,20 @@ class JobWatch:
             for v, pid, p in ranks
         )
         odd = [(v, p) for v, pid, p in ranks if p.get("state") not in ("R", "S")]
+        active = [(v, p) for v, pid, p in ranks if idle(v, pid) < ACTIVE_WINDOW]
+        idle_ones = [(v, pid, p) for v, pid, p in ranks if idle(v, pid) >= ACTIVE_WINDOW]
+        pick: tuple[NodeView, Mapping[str, Any], str] | None = None
         if odd:
             v, p = odd[0]
-            return (
-                f"{rank_label(v.name, p)} is {STATES.get(str(p.get('state')), p.get('state'))} "
-                f"(all ranks: {states})",
-                v.name,
-                p.get("rank"),
-            )
-        active = [(v, p) for v, pid, p in ranks if idle(v, pid) < ACTIVE_WINDOW]
-        if len(ranks) > 1 and len(active) == 1:
-            v, p = active[0]
-            return (
-                f"{rank_label(v.name, p)} is the only rank using CPU, the others wait for it "
-                f"(all ranks: {states})",
-                v.name,
-                p.get("rank"),
-            )
-        if len(ranks) > 2 and len(active) == len(ranks) - 1:
-            v, pid, p = next((v, pid, p) for v, pid, p in ranks if idle(v, pid) >= ACTIVE_WINDOW)
-            return (
-                f"{rank_label(v.name, p)} has used no CPU for {human_duration(idle(v, pid))} while the "
-                "others "
-                f"spin waiting (all ranks: {states})",
-                v.name,
-                p.get("rank"),
-            )
+            pick = (v, p, f"is {STATES.get(str(p.get('state')), p.get('state'))}")
+        elif len(ranks) > 1 and len(active) == 1:
+            pick = (*active[0], "is the only rank using CPU, the others wait for it")
+        elif len(ranks) > 2 and len(idle_ones) == 1:
+            v, pid, p = idle_ones[0]
+            pick = (v, p, f"has used no CPU for {human_duration(idle(v, pid))} while the others spin waiting")
+        if pick is not None:
+            v, p, what = pick
+            return f"{rank_label(v.name, p)} {what} (all ranks: {states})", v.name, p.get("rank")
         return f"no rank stands out: {states}", self.master, None
 
     def progress_due(self, now: float, interval: float, outcome: Outcome | None) -> bool:

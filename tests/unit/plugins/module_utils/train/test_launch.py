@@ -175,3 +175,24 @@ def test_output_dirs_and_inputs() -> None:
         {"what": "tokenizer.path", "path": "/t"},
         {"what": "data.path", "path": "/d"},
     ]
+
+
+def test_the_unit_runs_supervise_py_itself_or_wraps_a_command_in_tee() -> None:
+    from ansible_collections.rdmaops.cluster.plugins.module_utils.train.unit import (
+        TEE_SCRIPT,
+        systemd_run_argv,
+    )
+
+    argv = ["/v/bin/python", "-I", "/w/launch/n1/supervise.py", "--", "/bin/bash", "/w/launch/n1/launch.sh"]
+    common = {
+        "description": "d",
+        "workdir": "/w",
+        "environment": {"A": "1"},
+        "log_file": "/l",
+        "stop_timeout": 15,
+    }
+    own = systemd_run_argv("u.service", argv, tee=False, **common)  # type: ignore[arg-type]
+    assert own[own.index("--") + 1 :] == argv  # the unit's main process is supervise.py
+    assert "--setenv=A=1" in own and "--property=KillMode=control-group" in own
+    wrapped = systemd_run_argv("u.service", argv, **common)  # type: ignore[arg-type]
+    assert wrapped[wrapped.index("--") + 1 :] == ["/bin/bash", "-c", TEE_SCRIPT, "/l", *argv]
