@@ -21,6 +21,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import
     ARGUMENT_SPEC,
     JobWatch,
     agent_argv,
+    stop_argv,
 )
 
 display = Display()
@@ -114,6 +115,8 @@ class ActionModule(ActionBase):
                     proc.kill()
             sel.close()
         now = time.time()
+        if outcome.status != "succeeded" and p["stop_on_failure"] and not p["unit"].startswith("slurm:"):
+            result["stopped"] = self._stop_everywhere(hostvars, p)
         result.update(
             changed=False,
             status=outcome.status,
@@ -129,3 +132,30 @@ class ActionModule(ActionBase):
         if outcome.status != "succeeded":
             result["failed"] = True
         return result
+
+    @staticmethod
+    def _stop_everywhere(hostvars: dict[str, Any], p: dict[str, Any]) -> dict[str, str]:
+        """``systemctl stop`` of the job's unit on every node at once, as soon as the verdict is known (the
+        play stops the units again after this task; that one is then a no-op)."""
+        procs = {
+            node: subprocess.Popen(
+                stop_argv(dict(hostvars.get(node, {})), node, p["unit"]),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for node in p["nodes"]
+        }
+        deadline = time.time() + p["stop_timeout"] + 15
+        out = {}
+        for node, proc in procs.items():
+            try:
+                _o, err = proc.communicate(timeout=max(1.0, deadline - time.time()))
+                out[node] = (
+                    "stopped" if proc.returncode == 0 else (err.decode(errors="replace").strip() or "failed")
+                )
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                out[node] = "timed out"
+        return out

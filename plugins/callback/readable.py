@@ -34,6 +34,8 @@ PLAIN_KEYS = {
     "msg",
     "changed",
     "failed",
+    # the default callback shows a failure's traceback only with -vvv (ansible-core 2.19 fills it for fail)
+    "exception",
     "_ansible_no_log",
     "_ansible_verbose_always",
     "_ansible_delegated_vars",
@@ -83,6 +85,9 @@ class CallbackModule(DefaultCallback):
             return
         if self._last_task_banner != result.task._uuid:
             self._print_task_banner(result.task)
+        handle = getattr(self, "_handle_warnings_and_exception", None)  # ansible-core >= 2.19
+        if handle is not None:
+            handle(result)
         head = f"fatal: [{self.host_label(result)}]: FAILED!"
         stderr = self.get_option("display_failed_stderr")
         if len(lines) == 1:

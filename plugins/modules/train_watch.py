@@ -19,7 +19,9 @@ description:
     with its node, rank and cause from the log), a launcher died while its ranks ran on (named with node,
     pid and signal), a rank stayed stopped for O(stopped_timeout), no step was logged for O(stall_timeout)
     seconds (named with what the process states show), or a node stopped answering for O(lost_timeout).
-  - It stops nothing itself; the play stops the units on every node when it fails (see the train role).
+  - With O(stop_on_failure), on any verdict but success it stops the job's unit on every node at once
+    (C(systemctl stop), through C(sudo -n) unless it logs in as root) before it returns, so that every rank is
+    gone within seconds; the play stops the units again (see the train role). Slurm jobs are left to the play.
   - Use with C(run_once) and C(delegate_to) localhost; in check mode it returns at once.
 author:
   - Rdmaops Developers (@rdmaops)
@@ -84,6 +86,14 @@ options:
       named, so the rank that died first is named rather than a peer that lost its connection to it.
     type: float
     default: 5.0
+  stop_on_failure:
+    description: On any verdict but success, stop the unit on every node before returning.
+    type: bool
+    default: false
+  stop_timeout:
+    description: Seconds the units take to stop at most (C(TimeoutStopSec)); the stop waits that and 15 s.
+    type: float
+    default: 30.0
   progress_interval:
     description: Seconds between progress lines.
     type: float
@@ -154,6 +164,10 @@ job:
   description: C(start), C(end), C(last_train) records, C(evals), C(checkpoints), per-node C(phase), C(unit)
     and C(exits) (the process exits C(supervise.py) recorded), C(wall_time_s).
   returned: always
+  type: dict
+stopped:
+  description: Per node, V(stopped) or why not, when O(stop_on_failure) stopped the units.
+  returned: when O(stop_on_failure) and the job did not succeed
   type: dict
 warnings:
   description: What did not fail the job but should be known, such as a launcher killed after the last step.

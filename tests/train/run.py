@@ -259,18 +259,14 @@ def fault(
         out, _err = proc.communicate()
     secs = time.monotonic() - t0
     verdict = verdict_line(out)
+    # printed once: the verdict (the watch itself does not fail) and one log tail
+    once = out.count(verdict[:60]) == 1 and out.count("last lines of ") == 1
+    ok = bool(pids) and proc.returncode != 0 and all(e in verdict for e in expect) and once
     check(
         name,
-        bool(pids)
-        and proc.returncode != 0
-        and all(e in verdict for e in expect)
-        and gone is not None
-        and gone <= limit
-        # printed once: the verdict (the watch itself does not fail) and one log tail
-        and out.count(verdict[:60]) == 1
-        and out.count("last lines of ") == 1,
+        ok and gone is not None and gone <= limit,
         f"all launchers and ranks gone {gone if gone is None else round(gone, 1)} s after the {signal}, play "
-        f"ended after {secs:.1f} s; verdict: {verdict[:300]}",
+        f"ended after {secs:.1f} s; verdict: {verdict[:300]}" + ("" if ok else "\n" + out[-3000:]),
     )
 
 
@@ -323,6 +319,17 @@ def case_faults(lab: Lab) -> None:
             f"failed on {lab.hosts[1]} (node rank 1, its launcher torch.distributed.run, pid ",
             "killed by signal 9 (SIGKILL)",
         ],
+        15,
+        [],
+    )
+    fault(
+        lab,
+        "kill -9 of a worker's unit main process (supervise.py): named, every rank gone within 15 s",
+        "t-kill-main",
+        lab.hosts[1],
+        r"^[^ ]*python[^ ]* -I [^ ]*supervise[.]py ",
+        "9",
+        [f"failed on {lab.hosts[1]} (node rank 1, the unit's main process): killed by signal 9"],
         15,
         [],
     )
@@ -640,10 +647,13 @@ def case_recipe_once(lab: Lab) -> None:
         dest = lab.shared(f"/shared/train/{job}/launch/{h}")
         dest.mkdir(parents=True, exist_ok=True)
         subprocess.run(["cp", "-a", f"{out_dir / job / h}/.", str(dest)], check=True)
+    by_hand = f"pkill -f '/shared/train/{job}/launc[h]/' || true"  # [h]: not this shell's own command line
+    for h in lab.hosts:
+        lab.ssh(h, by_hand)
     for h in lab.hosts:  # the master's rendezvous port must listen before the others dial it
         lab.ssh(
             h,
-            f"cd /root && setsid nohup bash /shared/train/{job}/launch/{h}/launch.sh "
+            f"cd /root; setsid nohup bash /shared/train/{job}/launch/{h}/launch.sh "
             f"> /root/{job}.log 2>&1 < /dev/null &",
         )
         if h == lab.hosts[0]:
@@ -651,8 +661,10 @@ def case_recipe_once(lab: Lab) -> None:
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, job)):
         time.sleep(1)
-    by_hand = losses(metrics(lab, job))
+    trained = losses(metrics(lab, job))
     gone = gone_after(lab, time.monotonic(), 60)
+    for h in lab.hosts:
+        lab.ssh(h, by_hand)
     subprocess.run(["rm", "-rf", str(out_dir)], check=True)
     check(
         "render_dir writes every node's launch files and starts nothing",
@@ -663,9 +675,9 @@ def case_recipe_once(lab: Lab) -> None:
     )
     check(
         "the rendered scripts run by hand on the nodes train exactly like train.yml (same losses)",
-        by_hand == ref and gone is not None,
-        f"steps {sorted(by_hand)}; max |loss difference| "
-        f"{max((abs(by_hand[s] - ref[s]) for s in ref if s in by_hand), default=float('inf')):.2e}",
+        trained == ref and gone is not None,
+        f"steps {sorted(trained)}; max |loss difference| "
+        f"{max((abs(trained[s] - ref[s]) for s in ref if s in trained), default=float('inf')):.2e}",
     )
     reset(lab, "t-owncopy", job)
 

@@ -5,8 +5,8 @@ the unit's state (or a Slurm job's, for UNIT "slurm:<job id>"), the metrics reco
 line (rank 0's metrics.jsonl, on the master only), and with EVENTS (the file supervise.py writes) the
 job's processes on this node (launcher and ranks, each with its state and CPU time from /proc) and the
 exits recorded since the last line.
-Each line doubles as a heartbeat; the last one, once the unit is no longer running, carries the tail of the
-job's log.
+Each line doubles as a heartbeat; the last one, once the unit is no longer running, and any that reports an
+exit carry the tail of the job's log.
 """
 
 from __future__ import annotations
@@ -60,7 +60,9 @@ def unit_phase(show: dict[str, str]) -> str:
     if active in ("active", "activating", "reloading"):
         return "running"
     if active == "deactivating":
-        return "running"
+        # the main process (supervise.py, which handles SIGTERM) killed or dumped: systemd is stopping the
+        # rest of the unit, which can take the whole TimeoutStopSec; the node has failed already
+        return "failed" if show.get("ExecMainCode") in ("2", "3") else "running"
     return "absent" if show.get("Result", "success") == "success" else "failed"
 
 
@@ -256,7 +258,7 @@ def _report(argv: list[str]) -> int:
         exited = exit_time(show, time.time(), time.monotonic())
         if exited is not None:
             line["exited_at"] = exited
-        if phase != "running":
+        if phase != "running" or line.get("exits"):  # a launcher's death leaves the unit running
             line["log_tail"] = tail(log)
         sys.stdout.write(json.dumps(line) + "\n")
         sys.stdout.flush()

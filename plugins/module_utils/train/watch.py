@@ -7,6 +7,7 @@ rdmaops.cluster.train_watch feeds it and prints.
 
 from __future__ import annotations
 
+import getpass
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -48,7 +49,13 @@ def failure_cause(log_tail: Sequence[str], unit: Mapping[str, str]) -> dict[str,
     code = _EXIT.search(summary)
     err = _TRAINER_ERROR.search(text)
     exc = [e for e in _EXCEPTION.findall(text) if not e[0].endswith(_WRAPPERS)]
-    if sig:
+    main_killed = unit.get("ExecMainCode") == "2" and not str(unit.get("Id", "")).startswith("slurm job")
+    if main_killed:
+        # supervise.py catches SIGTERM and SIGINT: killed by a signal, it was killed from outside, and systemd
+        # then stopped the rest of the unit (whatever the ranks said as they went)
+        cause = {"why": f"killed by signal {unit.get('ExecMainStatus', '?')}"}
+        cause["where"] = "the unit's main process"
+    elif sig:
         cause["why"] = f"killed by signal {sig.group(1)} ({sig.group(2)})"
     elif err:
         cause["why"] = err.group(1).strip()
@@ -56,9 +63,8 @@ def failure_cause(log_tail: Sequence[str], unit: Mapping[str, str]) -> dict[str,
         cause["why"] = f"{exc[-1][0]}: {exc[-1][1].strip()}"
     elif code:
         cause["why"] = f"exit code {code.group(1)}"
-    elif unit.get("Result") == "signal" or unit.get("ExecMainCode") == "2":
+    elif unit.get("Result") == "signal":
         cause["why"] = f"killed by signal {unit.get('ExecMainStatus', '?')}"
-        cause["where"] = "the unit's main process"
     else:
         cause["why"] = f"unit {unit.get('Result') or 'failed'}, exit status {unit.get('ExecMainStatus', '?')}"
     cause["peer_gone"] = bool(_PEER_GONE.search(cause["why"]))
@@ -563,6 +569,8 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "stopped_timeout": {"type": "float", "default": 30.0},
     "progress_interval": {"type": "float", "default": 30.0},
     "poll_interval": {"type": "float", "default": 2.0},
+    "stop_on_failure": {"type": "bool", "default": False},
+    "stop_timeout": {"type": "float", "default": 30.0},
 }
 
 # Long-lived streams: fail fast on a dead peer (ServerAlive) instead of TCP's minutes-long retries.
@@ -575,28 +583,11 @@ SSH_OPTIONS = [
 ]  # fmt: skip
 
 
-def agent_argv(
-    hostvars: Mapping[str, Any],
-    name: str,
-    *,
-    unit: str,
-    metrics: str,
-    log: str,
-    interval: float,
-    offset: int,
-    events: str = "",
-) -> list[str]:
-    """How to run the agent on a node, from its inventory variables (ssh; local for ansible_connection=local).
-
-    The agent's source goes to the remote Python's stdin; the connection settings are the ones Ansible uses
-    for that host (address, port, user, key, common and extra ssh arguments).
-    """
-    python = str(hostvars.get("ansible_python_interpreter") or "/usr/bin/python3")
-    if python.startswith("auto"):
-        python = "/usr/bin/python3"
-    remote = [python, "-", unit, metrics or "", log, str(interval), str(offset), events]
+def remote_argv(hostvars: Mapping[str, Any], name: str, remote: Sequence[str]) -> list[str]:
+    """A command on a node with its inventory connection settings (ssh; as is for ansible_connection=local):
+    address, port, user, key, common and extra ssh arguments."""
     if hostvars.get("ansible_connection") == "local":
-        return remote
+        return list(remote)
     argv = ["ssh", *SSH_OPTIONS]
     port = hostvars.get("ansible_port") or hostvars.get("ansible_ssh_port")
     if port:
@@ -614,3 +605,31 @@ def agent_argv(
     # ssh joins the remote words with spaces for the remote shell: quote each one.
     argv.append(" ".join(shlex.quote(w) for w in remote))
     return argv
+
+
+def agent_argv(
+    hostvars: Mapping[str, Any],
+    name: str,
+    *,
+    unit: str,
+    metrics: str,
+    log: str,
+    interval: float,
+    offset: int,
+    events: str = "",
+) -> list[str]:
+    """How to run the agent on a node: its source goes to the remote Python's stdin."""
+    python = str(hostvars.get("ansible_python_interpreter") or "/usr/bin/python3")
+    if python.startswith("auto"):
+        python = "/usr/bin/python3"
+    return remote_argv(
+        hostvars, name, [python, "-", unit, metrics or "", log, str(interval), str(offset), events]
+    )
+
+
+def stop_argv(hostvars: Mapping[str, Any], name: str, unit: str) -> list[str]:
+    """``systemctl stop UNIT`` on a node (through ``sudo -n`` unless Ansible logs in as root there): the
+    watcher stops the job everywhere as soon as it has a verdict, before the play's own stop task."""
+    user = str(hostvars.get("ansible_user") or hostvars.get("ansible_ssh_user") or getpass.getuser())
+    sudo = [] if user == "root" or hostvars.get("ansible_connection") == "local" else ["sudo", "-n"]
+    return remote_argv(hostvars, name, [*sudo, "systemctl", "stop", unit])

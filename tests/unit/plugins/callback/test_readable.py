@@ -51,16 +51,38 @@ def test_a_list_message_alone_prints_as_lines() -> None:
     assert readable.plain_lines({"msg": "one string", "failed": True}) is None
 
 
-def test_a_bad_role_variable_type_prints_one_line_in_a_real_run(tmp_path: Path) -> None:
-    inv = tmp_path / "hosts.yml"
+def play(tmp: Path, playbook: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """ansible-playbook with the repository's ansible.cfg (so this callback) on one local host."""
+    inv = tmp / "hosts.yml"
     host = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
     inv.write_text(json.dumps({"cluster": {"hosts": {"n1": host}}}))
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"}
     env.pop("ANSIBLE_STDOUT_CALLBACK", None)
-    playbook = str(Path(sys.executable).with_name("ansible-playbook"))
-    argv = [playbook, "-i", str(inv), "playbooks/mesh_network.yml",
-            "-e", "mesh_network_mtu=jumbo", "-e", "mesh_network_mgmt_cidr=10.0.0.0/24"]  # fmt: skip
-    proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    argv = [str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(inv), playbook, *extra]
+    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def test_a_verdict_prints_as_plain_lines_in_a_real_run(tmp_path: Path) -> None:
+    (tmp_path / "fail.yml").write_text(
+        "- hosts: cluster\n  gather_facts: false\n  tasks:\n    - ansible.builtin.fail:\n"
+        "        msg: \"{{ ['job t failed on n1', 'last lines of n1:/l', '  Traceback: x'] }}\"\n"
+        "      run_once: true\n"
+    )
+    proc = play(tmp_path, str(tmp_path / "fail.yml"))
+    assert (
+        "fatal: [n1]: FAILED!\n  job t failed on n1\n  last lines of n1:/l\n    Traceback: x\n" in proc.stdout
+    )
+
+
+def test_a_bad_role_variable_type_prints_one_line_in_a_real_run(tmp_path: Path) -> None:
+    proc = play(
+        tmp_path,
+        "playbooks/mesh_network.yml",
+        "-e",
+        "mesh_network_mtu=jumbo",
+        "-e",
+        "mesh_network_mgmt_cidr=10.0.0.0/24",
+    )
     fatal = [line for line in proc.stdout.splitlines() if line.startswith("fatal:")]
     assert proc.returncode != 0 and len(fatal) == 1, proc.stdout
     assert fatal[0].startswith(

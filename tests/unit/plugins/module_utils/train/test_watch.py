@@ -57,6 +57,10 @@ def test_unit_phases_from_systemctl_show() -> None:
         ta.unit_phase({"LoadState": "not-found", "ActiveState": "inactive", "Result": "success"}) == "absent"
     )
     assert ta.unit_phase({**DONE, "ExecMainStatus": "2"}) == "failed"
+    # stopping: still running, unless its main process was killed (systemd then stops the rest)
+    stopping = {**RUNNING, "ActiveState": "deactivating", "SubState": "stop-sigterm"}
+    assert ta.unit_phase(stopping) == "running"
+    assert ta.unit_phase({**stopping, "ExecMainCode": "2", "ExecMainStatus": "9"}) == "failed"
 
 
 def test_success_on_every_node_gives_the_summary() -> None:
@@ -443,8 +447,21 @@ def test_an_orphan_rank_that_fails_after_the_last_step_fails_the_job() -> None:
 
 
 def test_the_unit_main_process_killed_is_named() -> None:
-    cause = tw.failure_cause([], {"Result": "signal", "ExecMainCode": "2", "ExecMainStatus": "9"})
+    killed = {"Id": "rdmaops-train-t.service", "Result": "signal", "ExecMainCode": "2", "ExecMainStatus": "9"}
+    cause = tw.failure_cause([], killed)
     assert cause == {"why": "killed by signal 9", "where": "the unit's main process", "peer_gone": False}
+    # what the ranks said as systemd stopped them does not hide it
+    peer = (FIXTURES / "torchrun" / "root_cause_peer_closed.txt").read_text().splitlines()
+    assert tw.failure_cause(peer, killed)["where"] == "the unit's main process"
+    w = watch()
+    feed_all(w, RUNNING, 1001)
+    w.feed("node2", {"phase": "failed", "unit": killed, "exited_at": 1010.0, "log_tail": peer}, 1010)
+    for n in ("node1", "node3"):
+        w.feed(n, {"phase": "failed", "unit": FAILED, "exited_at": 1011.0, "log_tail": peer}, 1012)
+    out = w.decide(1012)
+    assert out is not None and out.message.startswith(
+        "job tiny failed on node2 (node rank 1, the unit's main process): killed by signal 9"
+    )
 
 
 def test_a_stopped_rank_is_named_before_the_stall_timeout() -> None:
