@@ -85,9 +85,11 @@ class CallbackModule(DefaultCallback):
             return
         if self._last_task_banner != result.task._uuid:
             self._print_task_banner(result.task)
-        handle = getattr(self, "_handle_warnings_and_exception", None)  # ansible-core >= 2.19
+        # warnings as the default callback shows them; not its error block, which repeats the message
+        # (ansible-core 2.19 prints "[ERROR]: Task failed: ..." with the task's source before "fatal:")
+        handle = getattr(self, "_handle_warnings", None)
         if handle is not None:
-            handle(result)
+            handle(res)
         head = f"fatal: [{self.host_label(result)}]: FAILED!"
         stderr = self.get_option("display_failed_stderr")
         if len(lines) == 1:

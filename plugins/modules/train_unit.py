@@ -160,6 +160,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.agent import (
+    RUN_MARKER,
     last_records,
     parse_show,
     tail,
@@ -269,7 +270,7 @@ def main() -> None:
         offset = os.path.getsize(p["metrics_file"])
     started = time.time()
     with open(p["log_file"], "a", encoding="utf-8") as fh:
-        fh.write(f"=== rdmaops train job {p['job']}: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n")
+        fh.write(f"{RUN_MARKER}{p['job']}: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n")
         fh.write(f"=== {command_line(p['argv'])}\n")
     argv = systemd_run_argv(
         unit,

@@ -32,6 +32,8 @@ SHOW_PROPERTIES = (
     "ExecMainExitTimestamp",
 )
 TAIL_LINES = 40
+# train_unit writes this line (then the job and the time) into the log before each launch.
+RUN_MARKER = "=== rdmaops train job "
 
 
 def parse_show(text: str) -> dict[str, str]:
@@ -138,6 +140,13 @@ def tail(path: str, lines: int = TAIL_LINES) -> list[str]:
     except OSError:
         return []
     return data.splitlines()[-lines:]
+
+
+def run_tail(path: str, lines: int = TAIL_LINES) -> list[str]:
+    """The end of a job's log, from this launch's first line on (the log keeps every launch of the job)."""
+    out = tail(path, lines)
+    starts = [i for i, line in enumerate(out) if line.startswith(RUN_MARKER)]
+    return out[starts[-1] :] if starts else out
 
 
 def last_records(path: str) -> dict[str, dict[str, Any]]:
@@ -259,7 +268,7 @@ def _report(argv: list[str]) -> int:
         if exited is not None:
             line["exited_at"] = exited
         if phase != "running" or line.get("exits"):  # a launcher's death leaves the unit running
-            line["log_tail"] = tail(log)
+            line["log_tail"] = run_tail(log)
         sys.stdout.write(json.dumps(line) + "\n")
         sys.stdout.flush()
         if phase != "running":

@@ -72,6 +72,7 @@ def test_a_verdict_prints_as_plain_lines_in_a_real_run(tmp_path: Path) -> None:
     assert (
         "fatal: [n1]: FAILED!\n  job t failed on n1\n  last lines of n1:/l\n    Traceback: x\n" in proc.stdout
     )
+    assert (proc.stdout + proc.stderr).count("job t failed on n1") == 1  # no "[ERROR]: Task failed" block too
 
 
 def test_a_bad_role_variable_type_prints_one_line_in_a_real_run(tmp_path: Path) -> None:
@@ -85,6 +86,7 @@ def test_a_bad_role_variable_type_prints_one_line_in_a_real_run(tmp_path: Path) 
     )
     fatal = [line for line in proc.stdout.splitlines() if line.startswith("fatal:")]
     assert proc.returncode != 0 and len(fatal) == 1, proc.stdout
+    assert (proc.stdout + proc.stderr).count("mesh_network_mtu") == 1
     assert fatal[0].startswith(
         "fatal: [n1]: FAILED! role mesh_network: argument 'mesh_network_mtu' is of type str"
     )

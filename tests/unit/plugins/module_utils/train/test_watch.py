@@ -545,3 +545,18 @@ def test_agent_process_table(tmp_path: Path) -> None:
     live, exits = table.read()
     assert [p["pid"] for p in live] == [me] and exits[0]["pid"] == 999999
     assert ta.proc_stat(me)["state"] in ("R", "S") and ta.proc_stat(999999) is None
+
+
+def test_the_log_tail_starts_at_this_launch(tmp_path: Path) -> None:
+    log = tmp_path / "train-t.log"
+    log.write_text(
+        "=== rdmaops train job t: 2026-11-27 06:13:45 +0000\nold run\nstep 10\n"
+        "=== rdmaops train job t: 2026-11-27 06:53:28 +0000\nlaunch.sh: job t\nKilled\n"
+    )
+    assert ta.run_tail(str(log)) == [
+        "=== rdmaops train job t: 2026-11-27 06:53:28 +0000",
+        "launch.sh: job t",
+        "Killed",
+    ]
+    log.write_text("".join(f"line {i}\n" for i in range(100)))  # the marker scrolled out: the last lines
+    assert ta.run_tail(str(log), 3) == ["line 97", "line 98", "line 99"]
