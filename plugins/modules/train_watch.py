@@ -82,8 +82,9 @@ options:
     type: float
     default: 60.0
   failure_grace:
-    description: After the first node fails, seconds to wait for the others to end before the failure is
-      named, so the rank that died first is named rather than a peer that lost its connection to it.
+    description: After the first node fails with only a lost peer to say, seconds to wait for the others to
+      end before the failure is named, so the rank that died first is named rather than a peer that lost its
+      connection to it. A node that names a cause of its own is named at once.
     type: float
     default: 5.0
   stop_on_failure:

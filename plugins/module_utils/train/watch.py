@@ -312,14 +312,16 @@ class JobWatch:
             return Outcome("failed", msg, orphaned.name, orphaned.node_rank, None, orphaned.log_tail)
         failed = [v for v in self.nodes.values() if self._phase(v) == "failed"]
         if failed:
-            # The ranks a dead one leaves behind fail too, sometimes before its own node reports: give the
-            # others a moment to end, then name the cause, not a consequence ("Connection closed by peer").
+            # The ranks a dead one leaves behind fail too, sometimes before its own node reports: unless a
+            # node already names a cause of its own, give the others a moment to end, then name the cause, not
+            # a consequence ("Connection closed by peer").
+            causes = {v.name: self._cause(v) for v in failed}
             ending = any(
                 v.phase in ("running", "starting") and not v.stream_error for v in self.nodes.values()
             )
-            if ending and now - (self.first_failure_seen or now) < self.failure_grace:
+            only_consequences = all(c["peer_gone"] for c in causes.values())
+            if ending and only_consequences and now - (self.first_failure_seen or now) < self.failure_grace:
                 return None
-            causes = {v.name: self._cause(v) for v in failed}
             first = min(
                 failed,
                 key=lambda v: (causes[v.name]["peer_gone"], v.exited_at or float("inf"), v.node_rank),

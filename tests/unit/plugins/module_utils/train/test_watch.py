@@ -106,9 +106,9 @@ def test_the_earliest_failure_is_named_with_its_rank_and_signal() -> None:
         },
         1051,
     )
+    assert w.decide(1051) is None  # only a consequence so far, and node1 still runs: the failure grace first
     w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.0, "log_tail": tail}, 1051)
-    assert w.decide(1051) is None  # node1 still runs: the failure grace (5 s) first
-    out = w.decide(1056)
+    out = w.decide(1051)  # a cause of its own: named at once, without waiting for node1
     assert out is not None and out.status == "failed"
     assert out.node == "node2" and out.node_rank == 1 and out.rank == 1
     assert out.message == (
@@ -291,13 +291,20 @@ def test_a_peer_that_lost_its_connection_is_not_the_cause() -> None:
     w.feed("node1", {"phase": "failed", "unit": FAILED, "exited_at": 1048.0, "log_tail": peer}, 1049)
     assert w.decide(1049) is None  # the others are still running: wait for them a moment
     w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.5, "log_tail": killed}, 1050)
-    assert w.decide(1050) is None
-    w.feed("node3", {"phase": "failed", "unit": FAILED, "exited_at": 1050.0, "log_tail": peer}, 1051)
-    out = w.decide(1051)  # nobody left running: decided before the grace ends
+    out = w.decide(1050)  # the killed rank reported: the cause, whoever reported first
     assert out is not None and out.node == "node2" and out.rank == 1
-    assert out.message.startswith(
-        "job tiny failed on node2 (node rank 1, rank 1): killed by signal 9 (SIGKILL)"
+    assert (
+        out.message
+        == "job tiny failed on node2 (node rank 1, rank 1): killed by signal 9 (SIGKILL); then also on node1"
     )
+    w = watch(failure_grace=5.0)
+    feed_all(w, RUNNING, 1001)
+    for n, t in (("node1", 1048.0), ("node3", 1049.0)):
+        w.feed(n, {"phase": "failed", "unit": FAILED, "exited_at": t, "log_tail": peer}, 1050)
+    assert w.decide(1050) is None  # only consequences, node2 still runs
+    w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.5, "log_tail": killed}, 1051)
+    out = w.decide(1051)
+    assert out is not None and out.node == "node2" and out.message.endswith("then also on node1, node3")
 
 
 def test_the_grace_ends_while_a_peer_still_runs() -> None:
