@@ -3,12 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from ansible import constants as C
-from ansible.plugins.callback.default import CallbackModule as DefaultCallback
-
 DOCUMENTATION = r"""
 name: readable
 type: stdout
@@ -28,6 +22,13 @@ extends_documentation_fragment:
 requirements:
   - set as stdout callback in configuration
 """
+
+# ansible-test wants the imports after DOCUMENTATION
+from collections.abc import Mapping  # noqa: E402
+from typing import Any  # noqa: E402
+
+from ansible import constants as C  # noqa: E402
+from ansible.plugins.callback.default import CallbackModule as DefaultCallback  # noqa: E402
 
 # Keys of a failed result that say nothing beyond its message.
 PLAIN_KEYS = {

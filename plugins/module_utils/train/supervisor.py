@@ -247,15 +247,18 @@ class Supervisor:
         return 128 + int(ev["signal"]) if ev.get("signal") else int(ev.get("code") or 0)
 
 
+USAGE = "usage: supervise.py --events FILE --log FILE -- COMMAND...\n"
+
+
 def main(argv: list[str]) -> int:
     if "--" not in argv:
-        print("usage: supervise.py --events FILE --log FILE -- COMMAND...", file=sys.stderr)
+        sys.stderr.write(USAGE)
         return 2
     split = argv.index("--")
     opts, command = argv[:split], argv[split + 1 :]
     values = dict(zip(opts[::2], opts[1::2], strict=False))
     if not command or set(values) != {"--events", "--log"}:
-        print("usage: supervise.py --events FILE --log FILE -- COMMAND...", file=sys.stderr)
+        sys.stderr.write(USAGE)
         return 2
     for path in (values["--events"], values["--log"]):
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -263,4 +266,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    raise SystemExit(main(sys.argv[1:]))
