@@ -192,11 +192,14 @@ class Supervisor:
         self.record(ev)
         bad = ev.get("signal") or ev.get("code")
         if pid == self.launcher_pid and bad:
-            left = [p for p in self.known.values() if p["role"] == "rank"]
+            # ranks the launcher reaped itself are gone from /proc; the others are left running
+            left = [
+                p for p in self.known.values() if p["role"] == "rank" and os.path.exists(f"/proc/{p['pid']}")
+            ]
             ranks = ", ".join(str(p.get("rank", f"pid {p['pid']}")) for p in left)
             self.say(
                 f"the launcher {info['name']} (pid {pid}) {describe_exit(ev)}"
-                + (f"; its ranks {ranks} run on without it" if left else "")
+                + (f"; rank{'s' if len(left) > 1 else ''} {ranks} left running without it" if left else "")
             )
         elif info["role"] == "rank" and pid != self.launcher_pid:
             # only orphans reach here: a live launcher reaps its own ranks

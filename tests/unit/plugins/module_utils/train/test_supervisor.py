@@ -98,11 +98,19 @@ def test_a_killed_launcher_is_recorded_and_its_orphans_exits_too(tmp_path: Path)
     assert ranks == [(0, 0), (1, 0)]  # re-parented to the supervisor, not to PID 1: their exits are known
     log = (tmp_path / "log").read_text()
     assert (
-        f"the launcher torch.distributed.run (pid {launcher}) was killed by signal 9 (SIGKILL); its "
-        f"ranks 0, 1 " in log
+        f"the launcher torch.distributed.run (pid {launcher}) was killed by signal 9 (SIGKILL); ranks 0, 1 "
+        "left running without it" in log
     )
     assert "rank 1 (pid" in log and "left without its launcher, exited with code 0" in log
     assert "rank 0 done" in out.decode()
+
+
+def test_a_launcher_that_fails_after_its_ranks_names_none_left(tmp_path: Path) -> None:
+    proc = start(tmp_path, rank_sleep=1.0, rank_exit=3)  # the stand-in launcher exits 3 once both ranks did
+    proc.communicate(timeout=30)
+    assert proc.returncode == 3
+    log = (tmp_path / "log").read_text()
+    assert "(pid " in log and "exited with code 3\n" in log and "left running" not in log
 
 
 def test_an_orphan_that_fails_is_recorded_with_its_code(tmp_path: Path) -> None:
