@@ -44,8 +44,9 @@ options:
     default: ''
   hsdp:
     description:
-      - Hybrid sharding (shard inside a node, replicate across nodes), set as the recipe key
-        C(strategy.fsdp2.hsdp); empty leaves the recipe's choice. The trainer validates the value.
+      - Hybrid sharding, set as the recipe key C(strategy.fsdp2.hsdp) (V(on) true, V(off) false, V(auto)
+        auto); empty leaves the recipe's choice. With auto, the trainer follows the launch's C(RDMAOPS_HSDP)
+        (M(rdmaops.cluster.train_plan) sets it from the fabric).
     type: str
     choices: ['', auto, 'on', 'off']
     default: ''
@@ -121,15 +122,12 @@ plan:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import CHECK_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=CHECK_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the phase runs on the controller.
-    module.fail_json(msg="train_check runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("train_check", CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ description:
     its launch directory C(<workdir>/launch/<node>) (C(launch.sh), C(nccl.env), C(job.env), C(recipe.yaml),
     C(hostfile) for DeepSpeed), the unit's command (C(supervise.py) running C(launch.sh)), the job record
     (C(job.json)) and, for Slurm, the batch script. The master address is the master's NCCL/gloo interface
-    address from its report, else its inventory address.
+    address from its report, else its inventory address. C(RDMAOPS_HSDP) (the trainer's hybrid-sharding
+    choice under C(strategy.fsdp2.hsdp=auto)) is 1 when every node's NCCL runs over TCP, else 0, with a note.
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -93,15 +94,12 @@ plan:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import PLAN_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=PLAN_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the phase compares every node's report on the controller.
-    module.fail_json(msg="train_plan runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("train_plan", PLAN_SPEC)
 
 
 if __name__ == "__main__":

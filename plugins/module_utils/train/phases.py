@@ -22,9 +22,11 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train import super
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import preflight_report
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import RecipeResolveError, resolve
 
-# The trainer's key for hybrid sharding (issue 37 item 4, added to the trainer separately): train_hsdp sets
-# it as an override, and the trainer validates it like any recipe key.
+# Hybrid sharding (the trainer's rdmaops_trainer/dp_mesh.py): train_hsdp on/off forces the recipe key; auto or
+# empty leaves it to the launcher, which sets HSDP_ENV from the fabric that joins the nodes (plan below).
 HSDP_KEY = "strategy.fsdp2.hsdp"
+HSDP_VALUES = {"on": "true", "off": "false", "auto": "auto"}
+HSDP_ENV = "RDMAOPS_HSDP"
 SUPERVISOR_FILE = "supervise.py"
 
 CHECK_SPEC: dict[str, Any] = {
@@ -67,6 +69,12 @@ def recipe_text(recipe: Mapping[str, Any], name: str, overrides: list[str]) -> s
     return head + yaml.safe_dump(dict(recipe), sort_keys=False, default_flow_style=False)
 
 
+def yaml_recipe(text: str) -> dict[str, Any]:
+    import yaml  # as in recipe_text
+
+    return dict(yaml.safe_load(text) or {})
+
+
 def check(p: Mapping[str, Any]) -> dict[str, Any]:
     """Phase 1: resolve the recipe once (overrides, shorthands, HSDP choice, resume) and name the job."""
     errors: list[str] = []
@@ -76,11 +84,12 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     except tl.LaunchError as exc:
         errors.append(str(exc))
     if p["hsdp"]:
-        if HSDP_KEY in overrides and str(overrides[HSDP_KEY]) != p["hsdp"]:
+        value = HSDP_VALUES[p["hsdp"]]
+        if HSDP_KEY in overrides and str(overrides[HSDP_KEY]).lower() != value:
             errors.append(
                 f"train_hsdp={p['hsdp']} and recipe_overrides {HSDP_KEY}={overrides[HSDP_KEY]} disagree"
             )
-        overrides[HSDP_KEY] = p["hsdp"]
+        overrides[HSDP_KEY] = value
     # train.yml's resume setting wins over a train.resume in the overrides, as the trainer's last --set did
     overrides["train.resume"] = tl.resume_value(p["resume"])
     hosts = list(p["hosts"])
@@ -134,6 +143,43 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def slow_fabric(reports: Mapping[str, Any], hosts: list[str]) -> str:
+    """Why the nodes are joined by a link much slower than their GPUs' own ('' when they are not): NCCL over
+    TCP on every node (nccl_env's transport tcp: NCCL_IB_DISABLE=1; or the Mesh plugin's TCP backend)."""
+    why = set()
+    for host in hosts:
+        env = (reports.get(host) or {}).get("env") or {}
+        if env.get("NCCL_NET_PLUGIN") == "mesh":
+            if env.get("NCCL_MESH_TRANSPORT") != "tcp":
+                return ""
+            why.add("the Mesh plugin's TCP backend")
+        elif env.get("NCCL_IB_DISABLE") == "1":
+            why.add("NCCL's socket transport, NCCL_IB_DISABLE=1")
+        else:
+            return ""
+    return " and ".join(sorted(why))
+
+
+def hsdp_note(recipe: Mapping[str, Any], nodes: int, slow: str) -> str:
+    """What the launch's HSDP_ENV means for this recipe, for the preflight notes ('' when nothing)."""
+    strategy = recipe.get("strategy") or {}
+    if strategy.get("name") != "fsdp2" or nodes < 2:
+        return ""
+    choice = (strategy.get("fsdp2") or {}).get("hsdp", "auto")
+    if isinstance(choice, bool):
+        return f"hsdp: strategy.fsdp2.hsdp is {str(choice).lower()} (-e hsdp=auto follows the fabric)"
+    if slow:
+        return (
+            f"hsdp: the nodes are joined by TCP ({slow}): {HSDP_ENV}=1, so FSDP2 shards inside each node and "
+            "replicates across nodes (only the gradient all-reduce crosses them); -e hsdp=off keeps plain "
+            "FSDP2"
+        )
+    return (
+        f"hsdp: the nodes are joined by RDMA: {HSDP_ENV}=0, plain FSDP2 over every rank (-e hsdp=on forces "
+        "HSDP)"
+    )
+
+
 def _supervisor_source() -> str:
     with open(supervisor.__file__, encoding="utf-8") as fh:
         return fh.read()
@@ -166,7 +212,8 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
     job, workdir = c["job"], c["workdir"]
     launch = c["launch"]
     procs = int(launch["procs_per_node"])
-    common = tl.launch_environment({}, job, p["extra_env"])
+    slow = slow_fabric(reports, hosts)
+    common = tl.launch_environment({HSDP_ENV: "1" if slow else "0"}, job, p["extra_env"])
     common.update(
         MASTER_ADDR=master_addr,
         MASTER_PORT=str(p["master_port"]),
@@ -255,9 +302,10 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             f"{node['dir']}/{SUPERVISOR_FILE}": supervise,
             f"{workdir}/job.json": record_text,
         }
+    note = hsdp_note(yaml_recipe(c["recipe_text"]), len(hosts), slow)
     result: dict[str, Any] = {
         **record,
-        "notes": report["notes"],
+        "notes": [*report["notes"], *([note] if note else [])],
         "sync": [],
         "job_record": record,
         "nodes": nodes,
@@ -283,7 +331,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             trainer=tl.trainer_args(result["recipe_file"]),
             addresses=slurm_addresses,
             environment={
-                **tl.launch_environment({}, job, p["extra_env"]),
+                **tl.launch_environment({HSDP_ENV: "1" if slow else "0"}, job, p["extra_env"]),
                 "RDMAOPS_RECIPE_SHA256": c["recipe_sha256"],
             },
             recipe_file=result["recipe_file"],

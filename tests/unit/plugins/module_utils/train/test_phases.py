@@ -142,13 +142,51 @@ def test_check_names_each_bad_input(kw: dict[str, Any], needle: str) -> None:
     assert "plan" not in out and any(needle in e for e in out["errors"]), out["errors"]
 
 
-def test_check_passes_the_hsdp_choice_to_the_trainer() -> None:
-    # the trainer validates the key: today's trainer, without HSDP, refuses it by name
-    out = phases.check(check_args(hsdp="auto"))
-    if out["errors"]:
-        assert out["errors"] == [f"recipe tiny: unknown key {phases.HSDP_KEY}"]
-    else:
-        assert yaml.safe_load(out["plan"]["recipe_text"])["strategy"]["fsdp2"]["hsdp"] == "auto"
+@pytest.mark.parametrize(("hsdp", "value"), [("on", True), ("off", False), ("auto", "auto"), ("", "auto")])
+def test_check_passes_the_hsdp_choice_as_the_trainers_key(hsdp: str, value: object) -> None:
+    recipe = yaml.safe_load(checked(hsdp=hsdp)["recipe_text"])
+    assert recipe["strategy"]["fsdp2"]["hsdp"] == value
+
+
+TCP = {"GLOO_SOCKET_IFNAME": "nodeaddr0", "NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "=nodeaddr0"}
+RDMA = {"GLOO_SOCKET_IFNAME": "nodeaddr0", "NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "=mlx5_0:1"}
+MESH_TCP = {**TCP, "NCCL_NET_PLUGIN": "mesh", "NCCL_MESH_TRANSPORT": "tcp"}
+MESH_VERBS = {**RDMA, "NCCL_NET_PLUGIN": "mesh", "NCCL_MESH_TRANSPORT": "verbs"}
+
+
+@pytest.mark.parametrize(
+    ("env", "flag", "note"),
+    [
+        (
+            TCP,
+            "1",
+            "hsdp: the nodes are joined by TCP (NCCL's socket transport, NCCL_IB_DISABLE=1): RDMAOPS_HSDP=1",
+        ),
+        (MESH_TCP, "1", "hsdp: the nodes are joined by TCP (the Mesh plugin's TCP backend): RDMAOPS_HSDP=1"),
+        (RDMA, "0", "hsdp: the nodes are joined by RDMA: RDMAOPS_HSDP=0, plain FSDP2 over every rank"),
+        (MESH_VERBS, "0", "hsdp: the nodes are joined by RDMA: RDMAOPS_HSDP=0"),
+    ],
+)
+def test_the_launch_says_hsdp_from_the_fabric(env: dict[str, str], flag: str, note: str) -> None:
+    c = checked()
+    p = phases.plan(plan_args(c, reports={h: report(h, env=env) for h in HOSTS}))["plan"]
+    for node in p["nodes"].values():
+        assert f"RDMAOPS_HSDP={flag}" in node["files"]["job.env"].splitlines()
+    assert any(n.startswith(note) for n in p["notes"]), p["notes"]
+    # one node on RDMA among TCP ones: not a TCP job
+    mixed = {h: report(h, env=TCP) for h in HOSTS} | {"node2": report("node2", env=RDMA)}
+    assert (
+        "RDMAOPS_HSDP=0"
+        in phases.plan(plan_args(c, reports=mixed))["plan"]["nodes"]["node1"]["files"]["job.env"]
+    )
+
+
+def test_a_forced_hsdp_or_another_strategy_is_said_so() -> None:
+    tcp = {h: report(h, env=TCP) for h in HOSTS}
+    forced = phases.plan(plan_args(checked(hsdp="off"), reports=tcp))["plan"]
+    assert "hsdp: strategy.fsdp2.hsdp is false (-e hsdp=auto follows the fabric)" in forced["notes"]
+    zero3 = phases.plan(plan_args(checked(overrides={"strategy.name": "zero3"}), reports=tcp))["plan"]
+    assert not any(n.startswith("hsdp:") for n in zero3["notes"])
 
 
 def test_plan_gives_each_node_its_launch_directory_and_the_unit_its_command() -> None:
