@@ -69,7 +69,7 @@ def test_command_lines_are_told_apart() -> None:
 
 def test_a_job_that_ends_well_exits_0_with_its_output_in_the_log(tmp_path: Path) -> None:
     proc = start(tmp_path, rank_sleep=1.0)
-    out, _ = proc.communicate(timeout=30)
+    out = proc.communicate(timeout=30)[0]
     assert proc.returncode == 0, out
     log = (tmp_path / "log").read_text()
     assert "launcher up" in log and "rank 0 done" in log and "rank 1 done" in log
@@ -90,7 +90,7 @@ def test_a_killed_launcher_is_recorded_and_its_orphans_exits_too(tmp_path: Path)
     evs = wait_for(tmp_path, lambda evs: sum(e["role"] == "rank" for e in evs) == 2)
     launcher = next(e["pid"] for e in evs if e["role"] == "launcher")
     os.kill(launcher, signal.SIGKILL)
-    out, _ = proc.communicate(timeout=30)
+    out = proc.communicate(timeout=30)[0]
     assert proc.returncode == 128 + 9  # the unit says how the launcher ended
     exits = [e for e in events(tmp_path) if e["event"] == "exit"]
     assert exits[0]["role"] == "launcher" and exits[0]["signal"] == 9 and exits[0]["signal_name"] == "SIGKILL"
