@@ -21,6 +21,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import
     ARGUMENT_SPEC,
     JobWatch,
     agent_argv,
+    stop_argv,
 )
 
 display = Display()
@@ -54,6 +55,7 @@ class ActionModule(ActionBase):
             startup_timeout=p["startup_timeout"],
             lost_timeout=p["lost_timeout"],
             failure_grace=p["failure_grace"],
+            stopped_timeout=p["stopped_timeout"],
         )
         buffers: dict[str, bytes] = {}
         try:
@@ -66,6 +68,7 @@ class ActionModule(ActionBase):
                     log=p["log_file"],
                     interval=p["poll_interval"],
                     offset=p["metrics_offset"] if rank == 0 else 0,
+                    events=p["events_file"],
                 )
                 proc = subprocess.Popen(
                     argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -112,6 +115,8 @@ class ActionModule(ActionBase):
                     proc.kill()
             sel.close()
         now = time.time()
+        if outcome.status != "succeeded" and p["stop_on_failure"] and not p["unit"].startswith("slurm:"):
+            result["stopped"] = self._stop_everywhere(hostvars, p)
         result.update(
             changed=False,
             status=outcome.status,
@@ -122,6 +127,35 @@ class ActionModule(ActionBase):
             log_tail=outcome.log_tail,
             job=watch.report(now),
         )
+        if outcome.warnings:
+            result["warnings"] = list(outcome.warnings)
         if outcome.status != "succeeded":
             result["failed"] = True
         return result
+
+    @staticmethod
+    def _stop_everywhere(hostvars: dict[str, Any], p: dict[str, Any]) -> dict[str, str]:
+        """``systemctl stop`` of the job's unit on every node at once, as soon as the verdict is known (the
+        play stops the units again after this task; that one is then a no-op)."""
+        procs = {
+            node: subprocess.Popen(
+                stop_argv(dict(hostvars.get(node, {})), node, p["unit"]),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            for node in p["nodes"]
+        }
+        deadline = time.time() + p["stop_timeout"] + 15
+        out = {}
+        for node, proc in procs.items():
+            try:
+                _o, err = proc.communicate(timeout=max(1.0, deadline - time.time()))
+                out[node] = (
+                    "stopped" if proc.returncode == 0 else (err.decode(errors="replace").strip() or "failed")
+                )
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                out[node] = "timed out"
+        return out

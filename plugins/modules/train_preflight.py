@@ -15,8 +15,8 @@ description:
     environment file and the state and IPv4 address of the interfaces it names, fingerprints of the recipe's
     input paths (sha256 of small files, size and mtime of large ones), whether the rendezvous port listens,
     the job's unit, free disk where the output goes, and the checkpoints already there.
-  - The controller compares every node's report in one go (filter
-    C(rdmaops.cluster.train_preflight_report)), so one run lists every problem with its node, value and fix.
+  - The controller compares every node's report in one go (action
+    M(rdmaops.cluster.train_plan)), so one run lists every problem with its node, value and fix.
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -29,7 +29,7 @@ options:
     type: path
     required: true
   paths:
-    description: Recipe inputs, each C({what, path}) (C(paths) of the train_launch_plan filter).
+    description: Recipe inputs, each C({what, path}) (C(paths) of the plan of M(rdmaops.cluster.train_check)).
     type: list
     elements: dict
     default: []

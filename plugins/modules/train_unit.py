@@ -54,6 +54,17 @@ options:
     description: The command's output is appended here as well as to the journal; its tail is returned.
     type: path
     required: true
+  tee:
+    description:
+      - Append the command's output to O(log_file) through C(bash | tee). V(false) when the command writes
+        O(log_file) and the journal itself (train.yml's C(supervise.py)), so that the unit's main process is
+        the command.
+    type: bool
+    default: true
+  description:
+    description: The unit's description (C(systemctl status)); empty gives C(rdmaops training job <job>).
+    type: str
+    default: ''
   metrics_file:
     description: The trainer's C(metrics.jsonl); its size before the launch is returned as RV(metrics_offset).
     type: path
@@ -149,6 +160,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.agent import (
+    RUN_MARKER,
     last_records,
     parse_show,
     tail,
@@ -192,6 +204,8 @@ def main() -> None:
             "environment": {"type": "dict", "default": {}},
             "files": {"type": "dict", "default": {}},
             "log_file": {"type": "path", "required": True},
+            "tee": {"type": "bool", "default": True},
+            "description": {"type": "str", "default": ""},
             "metrics_file": {"type": "path"},
             "wait_port": {"type": "int", "default": 0},
             "wait_timeout": {"type": "int", "default": 120},
@@ -256,16 +270,17 @@ def main() -> None:
         offset = os.path.getsize(p["metrics_file"])
     started = time.time()
     with open(p["log_file"], "a", encoding="utf-8") as fh:
-        fh.write(f"=== rdmaops train job {p['job']}: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n")
+        fh.write(f"{RUN_MARKER}{p['job']}: {time.strftime('%Y-%m-%d %H:%M:%S %z')}\n")
         fh.write(f"=== {command_line(p['argv'])}\n")
     argv = systemd_run_argv(
         unit,
         p["argv"],
-        description=f"rdmaops training job {p['job']}",
+        description=p["description"] or f"rdmaops training job {p['job']}",
         workdir=p["workdir"],
         environment={k: str(v) for k, v in p["environment"].items()},
         log_file=p["log_file"],
         stop_timeout=p["stop_timeout"],
+        tee=p["tee"],
     )
     rc, out, err = module.run_command(argv)
     if rc != 0:

@@ -13,11 +13,15 @@ description:
   - Runs on the controller (an action plugin). It opens one SSH stream per node with the host's inventory
     connection settings and runs a small agent there (Python standard library) that reports the job unit's
     state every O(poll_interval) seconds, and on node rank 0 the trainer's new metrics records.
-  - Prints a progress line (step/total, loss, tokens/s, ETA) at least every O(progress_interval) seconds
-    while the task runs, and returns when the job succeeded on every node, any node's unit failed (the
-    earliest failure is named with its node, rank and cause from the log), no step was logged for
-    O(stall_timeout) seconds (a frozen or stuck rank), or a node stopped answering for O(lost_timeout).
-  - It stops nothing itself; the play stops the units on every node when it fails (see the train role).
+  - Prints a progress line (step/total, loss, tokens/s, ETA, or "stalled for N s") at least every
+    O(progress_interval) seconds while the task runs, and returns when the job succeeded on every node
+    (a launcher killed after the last step only warns), any node's unit failed (the earliest failure is named
+    with its node, rank and cause from the log), a launcher died while its ranks ran on (named with node,
+    pid and signal), a rank stayed stopped for O(stopped_timeout), no step was logged for O(stall_timeout)
+    seconds (named with what the process states show), or a node stopped answering for O(lost_timeout).
+  - With O(stop_on_failure), on any verdict but success it stops the job's unit on every node at once
+    (C(systemctl stop), through C(sudo -n) unless it logs in as root) before it returns, so that every rank is
+    gone within seconds; the play stops the units again (see the train role). Slurm jobs are left to the play.
   - Use with C(run_once) and C(delegate_to) localhost; in check mode it returns at once.
 author:
   - Rdmaops Developers (@rdmaops)
@@ -47,6 +51,13 @@ options:
     description: The job's log file on each node; its tail is returned for a failed node.
     type: str
     required: true
+  events_file:
+    description:
+      - The process events that C(supervise.py), the unit's main process, writes on each node, naming the pids
+        of the launcher and the ranks and how each ended. With it the agent also reports those processes'
+        state and CPU time, so a launcher's death and a stopped rank are seen. Empty for Slurm jobs.
+    type: str
+    default: ''
   total_steps:
     description: Steps of the run (for the percentage and the ETA).
     type: int
@@ -58,6 +69,10 @@ options:
     description: Seconds without a new step, eval or checkpoint record after which the job counts as hung.
     type: float
     default: 300.0
+  stopped_timeout:
+    description: Seconds a rank (or launcher) may stay stopped (state T) before the job counts as hung.
+    type: float
+    default: 30.0
   startup_timeout:
     description: Seconds from the launch to the first logged step before the job counts as hung.
     type: float
@@ -67,10 +82,19 @@ options:
     type: float
     default: 60.0
   failure_grace:
-    description: After the first node fails, seconds to wait for the others to end before the failure is
-      named, so the rank that died first is named rather than a peer that lost its connection to it.
+    description: After the first node fails with only a lost peer to say, seconds to wait for the others to
+      end before the failure is named, so the rank that died first is named rather than a peer that lost its
+      connection to it. A node that names a cause of its own is named at once.
     type: float
     default: 5.0
+  stop_on_failure:
+    description: On any verdict but success, stop the unit on every node before returning.
+    type: bool
+    default: false
+  stop_timeout:
+    description: Seconds the units take to stop at most (C(TimeoutStopSec)); the stop waits that and 15 s.
+    type: float
+    default: 30.0
   progress_interval:
     description: Seconds between progress lines.
     type: float
@@ -103,6 +127,7 @@ EXAMPLES = r"""
     nodes: "{{ ansible_play_hosts }}"
     metrics_file: /var/lib/rdmaops/train/tiny/runs/tiny/metrics.jsonl
     log_file: /var/log/rdmaops/train-tiny.log
+    events_file: /var/log/rdmaops/train-tiny.events.jsonl
     total_steps: 200
     stall_timeout: 120
   run_once: true
@@ -137,10 +162,19 @@ log_tail:
   type: list
   elements: str
 job:
-  description: C(start), C(end), C(last_train) records, C(evals), C(checkpoints), per-node C(phase) and
-    C(unit), C(wall_time_s).
+  description: C(start), C(end), C(last_train) records, C(evals), C(checkpoints), per-node C(phase), C(unit)
+    and C(exits) (the process exits C(supervise.py) recorded), C(wall_time_s).
   returned: always
   type: dict
+stopped:
+  description: Per node, V(stopped) or why not, when O(stop_on_failure) stopped the units.
+  returned: when O(stop_on_failure) and the job did not succeed
+  type: dict
+warnings:
+  description: What did not fail the job but should be known, such as a launcher killed after the last step.
+  returned: when there are any
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule

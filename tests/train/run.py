@@ -11,6 +11,7 @@ Prints one line per check and "N passed, M failed" at the end; exit status 1 if 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -28,6 +29,8 @@ from labkit import ROOT, check, env, run_cases, tool
 
 # The trainer processes themselves (not torchrun's agent, whose command line names torch.distributed.run).
 TRAINER = r"^[^ ]*python[^ ]* (-u )?-m rdmaops_trainer "
+# torchrun, the launcher (its command line names its module; pgrep's own shell's does not match the [.]).
+LAUNCHER = r"^[^ ]*python[^ ]* -m torch[.]distributed[.]run "
 
 
 class Lab:
@@ -71,6 +74,13 @@ class Lab:
         return subprocess.Popen(
             argv, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
+
+    def pids(self, host: str, pattern: str) -> list[str]:
+        return self.ssh(host, f"pgrep -f '{pattern}' || true").stdout.split()
+
+    def processes(self, host: str) -> list[str]:
+        """Pids of the job's launchers and trainers on a node."""
+        return self.pids(host, TRAINER) + self.pids(host, LAUNCHER)
 
     def trainers(self) -> dict[str, list[str]]:
         out = {}
@@ -195,64 +205,199 @@ def case_glm_tiny(lab: Lab) -> None:
     )
 
 
+def tiny(job: str, *extra: str) -> list[str]:
+    """train.yml's arguments for a run of the tiny recipe as JOB."""
+    return ["train.yml", "-e", "recipe=tiny", "-e", f"job={job}", *extra]
+
+
+def gone_after(lab: Lab, t0: float, limit: float) -> float | None:
+    """Seconds from t0 until no launcher and no trainer is left on any node (None: still some after limit)."""
+    while time.monotonic() - t0 < limit:
+        if not any(lab.processes(h) for h in lab.hosts):
+            return time.monotonic() - t0
+        time.sleep(0.2)
+    return None
+
+
+def verdict_line(out: str) -> str:
+    """The play's verdict: the first line after the failed verdict task's 'fatal:' (or the fatal line)."""
+    at = out.rfind("The verdict, its cause and one log tail")
+    lines = out[at:].splitlines() if at >= 0 else []
+    fatal = next((i for i, line in enumerate(lines) if line.startswith("fatal:")), None)
+    if fatal is None:
+        return ""
+    rest = lines[fatal].partition("FAILED!")[2].strip()
+    return rest or (lines[fatal + 1].strip() if fatal + 1 < len(lines) else "")
+
+
 def fault(
-    lab: Lab, name: str, job: str, victim: str, signal: str, expect: str, limit: float, extra: list[str]
+    lab: Lab,
+    name: str,
+    job: str,
+    victim: str,
+    pattern: str,
+    signal: str,
+    expect: list[str],
+    limit: float,
+    extra: list[str],
+    at_step: int = 10,
+    tails: int = 1,
 ) -> None:
+    """Launch, wait for a step, send SIGNAL to the first process matching PATTERN on VICTIM; the play must
+    fail naming EXPECT (all of them) in its one verdict, printed once with TAILS log tails, and every launcher
+    and rank be gone within LIMIT."""
     reset(lab, job)
-    proc = lab.play_async(
-        "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "steps=2000", *SHORT, *extra
-    )
-    ok = wait_for_step(lab, job, 10, proc)
-    pids = lab.trainers()[victim] if ok else []
+    proc = lab.play_async(*tiny(job, "-e", "steps=2000", *SHORT, *extra))
+    ok = wait_for_step(lab, job, at_step, proc)
+    pids = lab.pids(victim, pattern) if ok else []
     t0 = time.monotonic()
     if pids:
         lab.ssh(victim, f"kill -{signal} {pids[0]}")
+    gone = gone_after(lab, t0, limit + 60) if pids else None
     try:
         out, _err = proc.communicate(timeout=limit + 120)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, _err = proc.communicate()
     secs = time.monotonic() - t0
-    left = {h: p for h, p in lab.trainers().items() if p}
+    verdict = verdict_line(out)
+    # printed once: the verdict (the watch itself does not fail) and one log tail
+    once = out.count(verdict[:60]) == 1 and out.count("last lines of ") == tails
+    ok = bool(pids) and proc.returncode != 0 and all(e in verdict for e in expect) and once
     check(
         name,
-        bool(pids) and proc.returncode != 0 and expect in out and secs <= limit and not left,
-        f"play failed {secs:.1f} s after the {signal}, trainers left: {left or 'none'}; "
-        + (re.search(r"msg: (.*)", out[out.rfind("Fail naming") :]) or re.search("$", "")).group(0)[:300],
+        ok and gone is not None and gone <= limit,
+        f"all launchers and ranks gone {gone if gone is None else round(gone, 1)} s after the {signal}, play "
+        f"ended after {secs:.1f} s; verdict: {verdict[:300]}" + ("" if ok else "\n" + out[-3000:]),
     )
 
 
 def case_faults(lab: Lab) -> None:
     fault(
         lab,
-        "kill -9 of a worker's trainer fails the play within 30 s",
+        "kill -9 of a worker's trainer: named, every rank gone within 15 s",
         "t-kill-worker",
         lab.hosts[1],
+        TRAINER,
         "9",
-        "(node rank 1, rank 1): killed by signal 9 (SIGKILL)",
-        30,
+        [f"failed on {lab.hosts[1]} (node rank 1, rank 1): killed by signal 9 (SIGKILL)"],
+        15,
         [],
     )
     fault(
         lab,
-        "kill -9 of the master's trainer fails the play within 30 s",
+        "kill -9 of the master's trainer: named, every rank gone within 15 s",
         "t-kill-master",
         lab.hosts[0],
+        TRAINER,
         "9",
-        "(node rank 0, rank 0): killed by signal 9 (SIGKILL)",
-        30,
+        [f"failed on {lab.hosts[0]} (node rank 0, rank 0): killed by signal 9 (SIGKILL)"],
+        15,
         [],
     )
     fault(
         lab,
-        "SIGSTOP of a rank is reported as hung after the stall timeout",
+        "kill -9 of the master's launcher (torchrun): named, every rank gone within 15 s",
+        "t-kill-launcher0",
+        lab.hosts[0],
+        LAUNCHER,
+        "9",
+        [
+            f"failed on {lab.hosts[0]} (node rank 0, its launcher torch.distributed.run, pid ",
+            "killed by signal 9 (SIGKILL) at step ",
+            "running unsupervised",
+        ],
+        15,
+        [],
+    )
+    fault(
+        lab,
+        "kill -9 of a worker's launcher (torchrun): named, every rank gone within 15 s",
+        "t-kill-launcher1",
+        lab.hosts[1],
+        LAUNCHER,
+        "9",
+        [
+            f"failed on {lab.hosts[1]} (node rank 1, its launcher torch.distributed.run, pid ",
+            "killed by signal 9 (SIGKILL)",
+        ],
+        15,
+        [],
+    )
+    fault(
+        lab,
+        "kill -9 of a worker's unit main process (supervise.py): named, every rank gone within 15 s",
+        "t-kill-main",
+        lab.hosts[1],
+        r"^[^ ]*python[^ ]* -I [^ ]*supervise[.]py ",
+        "9",
+        [f"failed on {lab.hosts[1]} (node rank 1, the unit's main process): killed by signal 9"],
+        15,
+        [],
+    )
+    fault(
+        lab,
+        "SIGSTOP of a rank: the hang names node, rank and state T after train_stopped_timeout",
         "t-stop",
         lab.hosts[2],
+        TRAINER,
         "STOP",
-        "hung: no progress",
-        20 + 30,
-        ["-e", "train_stall_timeout=20"],
+        [
+            "hung at step ",
+            f"rank 2 on {lab.hosts[2]} (pid ",
+            "is stopped (state T: SIGSTOP, or a debugger)",
+            "train_stopped_timeout=10 s",
+        ],
+        10 + 15,
+        ["-e", "train_stopped_timeout=10"],
+        tails=0,  # nothing ended: the verdict names the stopped rank, no log says more
     )
+
+
+def case_finished_launcher(lab: Lab) -> None:
+    """The master's launcher killed once the last step is logged: the ranks finish on their own (end record,
+    exit 0), so the job is reported as finished, with the launcher's death as a warning."""
+    job = "t-done-launcher"
+    reset(lab, job)
+    steps = 20
+    log_every = '{"recipe_overrides": {"train.log_every": 5}}'
+    proc = lab.play_async(*tiny(job, "-e", f"steps={steps}", "-e", log_every, *SHORT))
+    deadline = time.monotonic() + 240
+    pids: list[str] = []
+    ended_before = True
+    while time.monotonic() < deadline and proc.poll() is None:
+        recs = metrics(lab, job)
+        if any(r.get("event") == "train" and r.get("step") == steps for r in recs):
+            ended_before = any(r.get("event") == "end" for r in recs)
+            pids = lab.pids(lab.hosts[0], LAUNCHER)
+            if pids:
+                lab.ssh(lab.hosts[0], f"kill -9 {pids[0]}")
+            break
+        time.sleep(0.1)
+    out, _err = proc.communicate(timeout=300)
+    end = [r for r in metrics(lab, job) if r.get("event") == "end"]
+    warned = re.search(
+        r"\[WARNING\]: the launcher on " + lab.hosts[0] + r" \(torch.distributed.run, pid \d+\) "
+        r"was killed by signal 9 \(SIGKILL\) after the last step was logged",
+        out,
+    )
+    check(
+        "a launcher killed after the last step: the job finished, the launcher's death a warning",
+        bool(pids)
+        and not ended_before
+        and proc.returncode == 0
+        and f"job {job} finished: step {steps}" in out
+        and bool(end)
+        and warned is not None,
+        f"rc={proc.returncode}, end record {bool(end)}, warning {bool(warned)}"
+        + ("" if proc.returncode == 0 else "\n" + out[-2000:]),
+    )
+
+
+def ref_args(strategy: str) -> list[str]:
+    """The uninterrupted reference runs of case_resume (recipe_once compares with fsdp2's too)."""
+    overrides = {"strategy.name": strategy, "train.checkpoint_every": 10, "train.log_every": 5}
+    return ["-e", "recipe=tiny", "-e", "steps=30", "-e", json.dumps({"recipe_overrides": overrides})]
 
 
 def case_resume(lab: Lab) -> None:
@@ -262,23 +407,7 @@ def case_resume(lab: Lab) -> None:
     for strategy in ("fsdp2", "zero3"):
         ref, job = f"t-ref-{strategy}", f"t-res-{strategy}"
         reset(lab, ref, job)
-        common = [
-            "-e",
-            "recipe=tiny",
-            "-e",
-            "steps=30",
-            "-e",
-            json.dumps(
-                {
-                    "recipe_overrides": {
-                        "strategy.name": strategy,
-                        "train.checkpoint_every": 10,
-                        "train.log_every": 5,
-                    }
-                }
-            ),
-            *SHORT,
-        ]
+        common = [*ref_args(strategy), *SHORT]
         rc, out, secs = lab.play("train.yml", "-e", f"job={ref}", *common)
         start = next((r for r in metrics(lab, ref) if r.get("event") == "start"), {})
         check(
@@ -453,6 +582,109 @@ def case_sync_data(lab: Lab) -> None:
         lab.ssh(h, "rm -rf /root/sync")
 
 
+# The node-side copy of the trainer's tiny recipe (the python_env role installs the package in the venv).
+NODE_RECIPE = (
+    "/opt/rdmaops/venv/bin/python -c 'import os, rdmaops_trainer as t; "
+    'print(os.path.join(os.path.dirname(t.__file__), "recipes", "tiny.yaml"))\''
+)
+
+
+def reference(lab: Lab) -> dict[int, float]:
+    """The losses of the uninterrupted fsdp2 reference run (job t-ref-fsdp2), run now if not there."""
+    if not any(r.get("event") == "end" for r in metrics(lab, "t-ref-fsdp2")):
+        reset(lab, "t-ref-fsdp2")
+        lab.play("train.yml", "-e", "job=t-ref-fsdp2", *ref_args("fsdp2"), *SHORT)
+    return losses(metrics(lab, "t-ref-fsdp2"))
+
+
+def case_recipe_once(lab: Lab) -> None:
+    """The recipe is resolved once, on the controller: a node whose own copy of the recipe differs still runs
+    the controller's (same losses as the reference); the digest is in the unit and the job record; and the
+    launch files that -e render_dir=DIR writes, started by hand on the nodes, train exactly like train.yml."""
+    ref = reference(lab)
+    # 1. node1's and node3's installed tiny.yaml edited (another seed and learning rate)
+    paths = {h: lab.ssh(h, NODE_RECIPE).stdout.strip() for h in (lab.hosts[0], lab.hosts[2])}
+    for h, path in paths.items():
+        lab.ssh(
+            h,
+            f"cp {path} {path}.orig && sed -i 's/^seed: .*/seed: 99/; s/^  lr: .*/  lr: 0.3/' {path}",
+            check=True,
+        )
+    job = "t-owncopy"
+    reset(lab, job)
+    try:
+        rc, out, secs = lab.play("train.yml", "-e", f"job={job}", *ref_args("fsdp2"), *SHORT)
+        edited = all("seed: 99" in lab.ssh(h, f"cat {p}").stdout for h, p in paths.items())
+    finally:
+        for h, path in paths.items():
+            lab.ssh(h, f"mv {path}.orig {path}", check=True)
+    got = losses(metrics(lab, job))
+    record = json.loads(lab.shared(f"/shared/train/{job}/job.json").read_text() or "{}")
+    recipe_file = lab.shared(f"/shared/train/{job}/launch/{lab.hosts[2]}/recipe.yaml")
+    digest = hashlib.sha256(recipe_file.read_bytes()).hexdigest() if recipe_file.exists() else ""
+    unit_env = lab.ssh(lab.hosts[2], f"systemctl show -p Environment rdmaops-train-{job}.service").stdout
+    check(
+        "a node whose own copy of the recipe differs runs the controller's (same losses as the reference)",
+        rc == 0 and edited and len(ref) >= 6 and got == ref,
+        f"rc={rc}, {secs:.0f} s, steps {sorted(got)}, max |loss difference| "
+        f"{max((abs(got[s] - ref[s]) for s in ref if s in got), default=float('inf')):.2e}",
+    )
+    check(
+        "the recipe's sha256 is in the unit and the job record",
+        bool(digest)
+        and record.get("recipe_sha256") == digest
+        and f"RDMAOPS_RECIPE_SHA256={digest}" in unit_env,
+        f"sha256 {digest[:16]}",
+    )
+    # 2. rendered, then started by hand (two terminals, as it were): master first, then the others
+    job = "t-render"
+    reset(lab, job)
+    out_dir = ROOT / "inventories" / ".train-render"
+    subprocess.run(["rm", "-rf", str(out_dir)], check=True)
+    rc, out, secs = lab.play(
+        "train.yml", "-e", f"job={job}", "-e", f"render_dir={out_dir}", *ref_args("fsdp2")
+    )
+    rendered = {h: sorted(p.name for p in (out_dir / job / h).glob("*")) for h in lab.hosts}
+    started_nothing = not any(lab.processes(h) for h in lab.hosts) and not metrics(lab, job)
+    for h in lab.hosts:
+        dest = lab.shared(f"/shared/train/{job}/launch/{h}")
+        dest.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-a", f"{out_dir / job / h}/.", str(dest)], check=True)
+    by_hand = f"pkill -f '/shared/train/{job}/launc[h]/' || true"  # [h]: not this shell's own command line
+    for h in lab.hosts:
+        lab.ssh(h, by_hand)
+    for h in lab.hosts:  # the master's rendezvous port must listen before the others dial it
+        lab.ssh(
+            h,
+            f"cd /root; setsid nohup bash /shared/train/{job}/launch/{h}/launch.sh "
+            f"> /root/{job}.log 2>&1 < /dev/null &",
+        )
+        if h == lab.hosts[0]:
+            time.sleep(3)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, job)):
+        time.sleep(1)
+    trained = losses(metrics(lab, job))
+    gone = gone_after(lab, time.monotonic(), 60)
+    for h in lab.hosts:
+        lab.ssh(h, by_hand)
+    subprocess.run(["rm", "-rf", str(out_dir)], check=True)
+    check(
+        "render_dir writes every node's launch files and starts nothing",
+        rc == 0
+        and started_nothing
+        and all(files == ["job.env", "launch.sh", "nccl.env", "recipe.yaml"] for files in rendered.values()),
+        f"rc={rc}, {secs:.0f} s, {rendered[lab.hosts[0]]}" + ("" if rc == 0 else "\n" + out[-2000:]),
+    )
+    check(
+        "the rendered scripts run by hand on the nodes train exactly like train.yml (same losses)",
+        trained == ref and gone is not None,
+        f"steps {sorted(trained)}; max |loss difference| "
+        f"{max((abs(trained[s] - ref[s]) for s in ref if s in trained), default=float('inf')):.2e}",
+    )
+    reset(lab, "t-owncopy", job)
+
+
 CASES: dict[str, Callable[[Lab], None]] = {
     "bad_inputs": case_bad_inputs,
     "sync_data": case_sync_data,
@@ -461,6 +693,8 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "zero3_deepspeed": case_zero3_deepspeed,
     "glm_tiny": case_glm_tiny,
     "faults": case_faults,
+    "finished_launcher": case_finished_launcher,
+    "recipe_once": case_recipe_once,
 }
 
 

@@ -197,6 +197,27 @@ def mtu_errors(mtu: Any, name: str) -> list[str]:
     return [f"{name} {shown} must be an integer in {MTU_MIN}..{MTU_MAX}"]
 
 
+def port_mtu_errors(host: str, mtu: Any, ip_link_details: Any, ports: Sequence[str]) -> list[str]:
+    """The MTU against what each data port can carry: ``maxmtu`` of ``ip -d -j link`` (or ``ip -d -j addr``),
+    checked before anything is applied (a veth or a NIC refuses a larger MTU only when it is set)."""
+    try:
+        links = json.loads(ip_link_details) if isinstance(ip_link_details, str) else ip_link_details
+    except ValueError:
+        return [f"{host}: `ip -d -j link` output is not JSON: {str(ip_link_details)[:80]!r}"]
+    if not isinstance(links, list) or mtu_errors(mtu, "mtu"):
+        return []  # the MTU's own rule, and the port checks, report those
+    by_name = {str(link.get("ifname")): link for link in links if isinstance(link, Mapping)}
+    errors = []
+    for port in ports:
+        largest = (by_name.get(port) or {}).get("max_mtu")
+        if isinstance(largest, int) and int(mtu) > largest:
+            errors.append(
+                f"{host}: mesh_network_mtu {int(mtu)} is larger than port {port}'s maxmtu {largest} "
+                "(`ip -d link show " + port + "`): lower mesh_network_mtu or use ports that carry it"
+            )
+    return errors
+
+
 def pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
     """Messages for unparsable pools, pools that overlap each other, or the management network."""
     if not HAS_NETADDR:
@@ -313,7 +334,11 @@ def port_errors(
     peers = [h for h in hosts if h != host]
     for peer in peers:
         if peer not in ports:
-            errors.append(f"{host}: mesh_network_ports has no port for peer {peer!r}")
+            errors.append(
+                f"{host}: mesh_network_ports has no port for peer {peer!r}: the mesh topology expects a "
+                f"full mesh "
+                "(a direct link from every node to every other)"
+            )
     used: dict[str, str] = {}
     for peer, spec in ports.items():
         if peer == host:

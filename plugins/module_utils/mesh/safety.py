@@ -348,10 +348,15 @@ def anchored_layout(
         net = IPNetwork(old["subnet"])
         if net.prefixlen == plen and net in lpool:
             keep[pair] = old
-        else:
+        elif net not in lpool:
             changes.append(
                 f"{pair[0]}-{pair[1]} {old['subnet']} is outside mesh_network_link_pool {lpool.cidr} "
                 f"(/{plen} links)"
+            )
+        else:  # inside the pool; only the link size differs
+            changes.append(
+                f"{pair[0]}-{pair[1]} {old['subnet']} is a /{net.prefixlen} link, mesh_network_link_prefix "
+                f"asks for /{plen}"
             )
     errors = [*conflicts]
     if changes:

@@ -1,10 +1,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node side of train.yml's watcher: run as ``python3 - UNIT METRICS LOG INTERVAL OFFSET`` over SSH
-(this source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one JSON line: the
-unit's state (or a Slurm job's, for UNIT "slurm:<job id>") and the metrics records added since the last
-line (rank 0's metrics.jsonl, on the master only).
-Each line doubles as a heartbeat; the last one, once the unit is no longer running, carries the tail of the
-job's log.
+"""The node side of train.yml's watcher: run as ``python3 - UNIT METRICS LOG INTERVAL OFFSET [EVENTS]`` over
+SSH (this source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one JSON line:
+the unit's state (or a Slurm job's, for UNIT "slurm:<job id>"), the metrics records added since the last
+line (rank 0's metrics.jsonl, on the master only), and with EVENTS (the file supervise.py writes) the
+job's processes on this node (launcher and ranks, each with its state and CPU time from /proc) and the
+exits recorded since the last line.
+Each line doubles as a heartbeat; the last one, once the unit is no longer running, and any that reports an
+exit carry the tail of the job's log.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ SHOW_PROPERTIES = (
     "ExecMainExitTimestamp",
 )
 TAIL_LINES = 40
+# train_unit writes this line (then the job and the time) into the log before each launch.
+RUN_MARKER = "=== rdmaops train job "
 
 
 def parse_show(text: str) -> dict[str, str]:
@@ -58,7 +62,9 @@ def unit_phase(show: dict[str, str]) -> str:
     if active in ("active", "activating", "reloading"):
         return "running"
     if active == "deactivating":
-        return "running"
+        # the main process (supervise.py, which handles SIGTERM) killed or dumped: systemd is stopping the
+        # rest of the unit, which can take the whole TimeoutStopSec; the node has failed already
+        return "failed" if show.get("ExecMainCode") in ("2", "3") else "running"
     return "absent" if show.get("Result", "success") == "success" else "failed"
 
 
@@ -136,6 +142,13 @@ def tail(path: str, lines: int = TAIL_LINES) -> list[str]:
     return data.splitlines()[-lines:]
 
 
+def run_tail(path: str, lines: int = TAIL_LINES) -> list[str]:
+    """The end of a job's log, from this launch's first line on (the log keeps every launch of the job)."""
+    out = tail(path, lines)
+    starts = [i for i, line in enumerate(out) if line.startswith(RUN_MARKER)]
+    return out[starts[-1] :] if starts else out
+
+
 def last_records(path: str) -> dict[str, dict[str, Any]]:
     """The last record of each event type in the end of a metrics.jsonl (for status reports)."""
     out: dict[str, dict[str, Any]] = {}
@@ -184,6 +197,45 @@ class MetricsReader:
         return records
 
 
+def proc_stat(pid: int, proc: str = "/proc") -> dict[str, Any] | None:
+    """State letter (R, S, D, T, t, Z, ...) and CPU seconds of a process, or None when it is gone."""
+    try:
+        with open(f"{proc}/{pid}/stat", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    fields = text[text.rfind(")") + 2 :].split()
+    if len(fields) < 13:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    return {"state": fields[0], "cpu": round((int(fields[11]) + int(fields[12])) / ticks, 2)}
+
+
+class ProcessTable:
+    """The job's launcher and ranks on this node, from supervise.py's events, with their /proc state."""
+
+    def __init__(self, events: str, proc: str = "/proc") -> None:
+        self.reader = MetricsReader(events)
+        self.proc = proc
+        self.live: dict[int, dict[str, Any]] = {}
+
+    def read(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """(live processes with state and cpu, exits since the last call)."""
+        exits = []
+        for ev in self.reader.read():
+            pid = int(ev.get("pid") or 0)
+            if ev.get("event") == "spawn":
+                self.live[pid] = {k: v for k, v in ev.items() if k not in ("event", "t")}
+            elif ev.get("event") == "exit":
+                self.live.pop(pid, None)
+                exits.append(ev)
+        procs = []
+        for pid, info in sorted(self.live.items()):
+            stat = proc_stat(pid, self.proc)
+            procs.append({**info, **(stat or {"state": "gone", "cpu": None})})
+        return procs, exits
+
+
 def main(argv: list[str]) -> int:
     try:
         return _report(argv)
@@ -199,6 +251,7 @@ def _report(argv: list[str]) -> int:
     # OFFSET: the size of metrics.jsonl before this launch (a resumed run appends to the same file).
     unit, metrics, log, interval, offset = argv[0], argv[1], argv[2], float(argv[3]), int(argv[4])
     reader = MetricsReader(metrics, offset)
+    table = ProcessTable(argv[5]) if len(argv) > 5 and argv[5] else None
     while True:
         if unit.startswith(SLURM_PREFIX):
             job_id = unit[len(SLURM_PREFIX) :]
@@ -209,11 +262,13 @@ def _report(argv: list[str]) -> int:
             phase = unit_phase(show)
         records = reader.read()
         line: dict[str, Any] = {"t": time.time(), "phase": phase, "unit": show, "metrics": records}
+        if table is not None:
+            line["procs"], line["exits"] = table.read()
         exited = exit_time(show, time.time(), time.monotonic())
         if exited is not None:
             line["exited_at"] = exited
-        if phase != "running":
-            line["log_tail"] = tail(log)
+        if phase != "running" or line.get("exits"):  # a launcher's death leaves the unit running
+            line["log_tail"] = run_tail(log)
         sys.stdout.write(json.dumps(line) + "\n")
         sys.stdout.flush()
         if phase != "running":

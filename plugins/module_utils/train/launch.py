@@ -1,12 +1,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What train.yml starts on each node: unit names, the launcher's command line, its environment.
+"""What train.yml starts on each node: unit names, the launcher's command line, and the files a node runs.
 
-Pure functions of the resolved recipe and the inventory; the role calls them through the filters in
-plugins/filter/train.py, and the Slurm batch script can reuse the same command builders.
+Pure functions of the resolved recipe and the preflight reports; the role's phases (``phases.py``) call
+them. Each node gets one directory of files (``node_files``): ``launch.sh``, the exact script its unit runs,
+``nccl.env`` (the node's NCCL/gloo settings as its preflight read them), ``job.env`` (the job's settings),
+``recipe.yaml`` (the recipe the controller resolved; its sha256 is checked before the launcher starts) and,
+for DeepSpeed, ``hostfile``. The same files are what ``-e render_dir=DIR`` writes on the controller.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -19,6 +23,14 @@ JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 # What users of sbatch scripts type (steps, warmup, learning rate) -> recipe keys.
 SHORTHANDS = {"steps": "train.steps", "warmup": "train.warmup_steps", "lr": "train.lr"}
 RESUME = {"never": "never", "latest": "auto"}
+# The files of one node's launch directory (see the module docstring and docs/train.md).
+LAUNCH_SCRIPT = "launch.sh"
+NODE_ENV_FILE = "nccl.env"
+JOB_ENV_FILE = "job.env"
+RECIPE_FILE = "recipe.yaml"
+HOSTFILE = "hostfile"
+# Variables launch.sh expands in the launcher's command line (set by job.env, or by a runner's local env).
+SCRIPT_VARS = ("HERE", "MASTER_ADDR", "MASTER_PORT", "RDMAOPS_PYTHON")
 
 
 class LaunchError(ValueError):
@@ -59,20 +71,23 @@ def merge_overrides(overrides: Mapping[str, Any] | None, shorthands: Mapping[str
     return merged
 
 
-def resume_override(resume: Any) -> str:
+def resume_value(resume: Any) -> str:
+    """The trainer's train.resume for the role's resume setting."""
     if resume not in RESUME:
         raise LaunchError(
             f"resume={resume!r}: use 'latest' (continue from the newest complete checkpoint) or 'never'"
         )
-    return f"train.resume={RESUME[resume]}"
+    return RESUME[resume]
 
 
-def trainer_args(recipe: str, overrides: Sequence[str], resume: str) -> list[str]:
-    """``-m rdmaops_trainer --recipe R --set k=v ...``: the same for every launcher and every node."""
-    args = ["-m", "rdmaops_trainer", "--recipe", recipe]
-    for item in [*overrides, resume_override(resume)]:
-        args += ["--set", item]
-    return args
+def trainer_args(recipe_file: str) -> list[str]:
+    """``-m rdmaops_trainer --recipe FILE``: the same for every launcher and every node. FILE is the recipe
+    the controller resolved (overrides and resume included), so no node reads its own copy of a recipe."""
+    return ["-m", "rdmaops_trainer", "--recipe", recipe_file]
+
+
+def recipe_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def hostfile_text(hosts: Sequence[str], slots: int) -> str:
@@ -88,11 +103,11 @@ def launcher_argv(
     procs_per_node: int,
     node_rank: int,
     master_addr: str,
-    master_port: int,
+    master_port: int | str,
     trainer: Sequence[str],
     hostfile: str = "",
 ) -> list[str]:
-    """The command one node's unit runs.
+    """The launcher command of one node.
 
     torchrun: static rendezvous on node 0's address (so the store and the first connections use the mesh),
     no restarts (a restart is not coordinated across nodes: the controller decides). deepspeed: its own
@@ -129,7 +144,7 @@ def launcher_argv(
 def launch_environment(
     transport_env: Mapping[str, str], job: str, extra: Mapping[str, Any] | None = None
 ) -> dict[str, str]:
-    """Variables set on the unit besides the nccl_env file it loads.
+    """Variables every node's launcher gets besides its NCCL/gloo env file.
 
     Async error handling makes NCCL abort a rank whose peer died instead of waiting in a collective;
     unbuffered output keeps the log file and the journal current for the watcher and for ``tail -f``.
@@ -146,6 +161,82 @@ def launch_environment(
 
 def command_line(argv: Sequence[str]) -> str:
     return shlex.join(argv)
+
+
+_REF = re.compile(r"(\$\{(?:" + "|".join(SCRIPT_VARS) + r")\})")
+
+
+def shell_word(word: str) -> str:
+    """One argument for launch.sh: quoted as is, except the ``${VAR}`` references of SCRIPT_VARS, which the
+    script expands (inside double quotes, so a value with blanks stays one argument)."""
+    if not _REF.search(word):
+        return shlex.quote(word)
+    parts = _REF.split(word)
+    out = []
+    for i, part in enumerate(parts):
+        if i % 2:
+            out.append(part)
+        else:
+            out.append(re.sub(r'([\\"$`])', r"\\\1", part))
+    return '"' + "".join(out) + '"'
+
+
+def shell_env_text(env: Mapping[str, Any], comment: str) -> str:
+    """``KEY='value'`` lines, sorted, for ``set -a; . FILE``: any value (blanks, quotes) reads back as is."""
+    lines = [f"# {line}".rstrip() for line in comment.splitlines()]
+    for key in sorted(env):
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(key)):
+            raise LaunchError(f"environment variable name {key!r} is not a valid name")
+        lines.append(f"{key}={shlex.quote(str(env[key]))}")
+    return "".join(f"{line}\n" for line in lines)
+
+
+def launch_script(
+    *,
+    job: str,
+    node: str,
+    node_rank: int,
+    nodes: int,
+    launcher: str,
+    argv: Sequence[str],
+) -> str:
+    """launch.sh: read the env files beside it, check the recipe's digest, start the launcher (exec, so the
+    launcher is the script's own process and its exit status is the script's)."""
+    lines = []
+    for w in argv:
+        word = shell_word(w)
+        # one option (with its value) per line, as a person would write it
+        if lines and lines[-1].startswith("-") and "=" not in lines[-1] and not w.startswith("-"):
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    command = " \\\n  ".join(lines)
+    return f"""#!/bin/bash
+# Node {node} (node rank {node_rank} of {nodes}) of training job {job}, {launcher}: written by
+# rdmaops.cluster's train.yml. The job's systemd unit runs this script (under supervise.py); by hand:
+# bash launch.sh.
+# Beside it: {NODE_ENV_FILE} (this node's NCCL/gloo settings as the preflight read them), {JOB_ENV_FILE} (the
+# job's: master address and port, workdir, python, recipe digest), {RECIPE_FILE} (the recipe resolved on
+# the controller). A file named by RDMAOPS_LOCAL_ENV is read last: settings for a run elsewhere
+# (docs/train.md).
+set -euo pipefail
+HERE=$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)
+set -a
+. "$HERE/{NODE_ENV_FILE}"
+. "$HERE/{JOB_ENV_FILE}"
+if [ -n "${{RDMAOPS_LOCAL_ENV:-}}" ]; then . "$RDMAOPS_LOCAL_ENV"; fi
+set +a
+if ! echo "$RDMAOPS_RECIPE_SHA256  $HERE/{RECIPE_FILE}" | sha256sum --check --status; then
+  echo "launch.sh: $HERE/{RECIPE_FILE} is not the recipe train.yml resolved" \
+    "(sha256 $RDMAOPS_RECIPE_SHA256)" >&2
+  exit 2
+fi
+mkdir -p "$RDMAOPS_TRAIN_WORKDIR"
+cd "$RDMAOPS_TRAIN_WORKDIR"
+echo "launch.sh: job $RDMAOPS_TRAIN_JOB on {node} (node rank {node_rank} of {nodes})," \
+  "master $MASTER_ADDR:$MASTER_PORT, recipe sha256 ${{RDMAOPS_RECIPE_SHA256:0:16}}"
+exec {command}
+"""
 
 
 def resolve_output_dir(workdir: str, output_dir: str) -> str:
@@ -165,43 +256,6 @@ def recipe_paths(recipe: Mapping[str, Any]) -> list[dict[str, str]]:
     return found
 
 
-def node_plan(
-    hosts: Sequence[str],
-    addresses: Mapping[str, str],
-    *,
-    launcher: str,
-    python: str,
-    procs_per_node: int,
-    master_port: int,
-    trainer: Sequence[str],
-    hostfile: str = "",
-) -> list[dict[str, Any]]:
-    """Per node: its rank and command. Node 0 is the first host of the play; every node dials its address."""
-    if not hosts:
-        raise LaunchError("no hosts to launch on")
-    master = hosts[0]
-    master_addr = addresses.get(master)
-    if not master_addr:
-        raise LaunchError(f"{master}: no address to use as the master address")
-    plan = []
-    for rank, host in enumerate(hosts):
-        argv = launcher_argv(
-            launcher,
-            python,
-            nodes=len(hosts),
-            procs_per_node=procs_per_node,
-            node_rank=rank,
-            master_addr=master_addr,
-            master_port=master_port,
-            trainer=trainer,
-            hostfile=hostfile,
-        )
-        plan.append(
-            {"host": host, "node_rank": rank, "master": master, "master_addr": master_addr, "argv": argv}
-        )
-    return plan
-
-
 def slurm_batch_script(
     *,
     job: str,
@@ -215,9 +269,12 @@ def slurm_batch_script(
     trainer: Sequence[str],
     addresses: Mapping[str, str],
     environment: Mapping[str, str],
+    recipe_file: str = "",
 ) -> str:
     """The sbatch script of a job: one task per node, each running torchrun with the node's own NCCL/gloo
-    environment; the master is the allocation's first node, dialled on its node address (the mesh).
+    environment; the master is the allocation's first node, dialled on its node address (the mesh). With
+    ``recipe_file`` (and RDMAOPS_RECIPE_SHA256 in ``environment``), each task checks the digest of that file
+    on its node before it starts.
 
     Usable by hand, as users of these clusters run jobs: ``sbatch JOB.sbatch [STEPS [WARMUP [LR]]]``; the
     positional arguments override the recipe's train.steps, train.warmup_steps and train.lr.
@@ -239,7 +296,13 @@ def slurm_batch_script(
     cases = "".join(f"  {name}) MASTER_ADDR={q(addr)} ;;\n" for name, addr in addresses.items())
     exports = "".join(f"export {k}={q(str(v))}\n" for k, v in sorted(environment.items()))
     # Each task: the node's own NCCL/gloo environment file, and its rank (torchrun reads PET_NODE_RANK).
-    task = f'set -a; . {q(env_file)}; set +a; export PET_NODE_RANK="$SLURM_NODEID"; exec "$@"'
+    check = ""
+    if recipe_file:
+        check = (
+            f'echo "$RDMAOPS_RECIPE_SHA256  {recipe_file}" | sha256sum --check --status || '
+            f'{{ echo "$(hostname): {recipe_file} is not the recipe train.yml resolved" >&2; exit 2; }}; '
+        )
+    task = f'set -a; . {q(env_file)}; set +a; {check}export PET_NODE_RANK="$SLURM_NODEID"; exec "$@"'
     positional = "".join(
         f'if [ -n "${{{n}:-}}" ]; then overrides+=(--set "{key}=${n}"); fi\n'
         for n, key in (("1", SHORTHANDS["steps"]), ("2", SHORTHANDS["warmup"]), ("3", SHORTHANDS["lr"]))
@@ -276,86 +339,42 @@ exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 --export=ALL bash -c {q(task)
 """
 
 
-def launch_plan(
-    resolved: Mapping[str, Any],
-    hosts: Sequence[str],
-    addresses: Mapping[str, str],
+def node_files(
     *,
     job: str,
-    recipe: str,
+    node: str,
+    node_rank: int,
+    hosts: Sequence[str],
     launcher: str,
-    resume: str,
-    venv: str,
-    base_dir: str,
-    log_dir: str,
-    master_port: int,
-    transport_env: Mapping[str, str] | None = None,
-    extra_env: Mapping[str, Any] | None = None,
-    slurm_addresses: Mapping[str, str] | None = None,
-    env_file: str = "/etc/rdmaops/nccl.env",
-) -> dict[str, Any]:
-    """Everything train.yml starts, from trainer_recipe's result and the nodes' addresses: one place."""
-    launch = resolved["launch"]
-    job = check_job_name(job or launch["name"])
-    if launcher == "deepspeed" and launch["strategy"] == "pipeline":
-        raise LaunchError(
-            "launcher=deepspeed runs DeepSpeed-style jobs; the pipeline strategy needs torchrun"
-        )
-    workdir = f"{base_dir.rstrip('/')}/{job}"
-    output_dir = resolve_output_dir(workdir, str(launch["output_dir"]))
-    hostfile = f"{workdir}/hostfile" if launcher == "deepspeed" else ""
-    trainer = trainer_args(recipe, list(resolved.get("overrides") or []), resume)
-    python = f"{venv.rstrip('/')}/bin/python"
-    nodes = node_plan(
-        hosts,
-        addresses,
-        launcher=launcher,
-        python=python,
-        procs_per_node=int(launch["procs_per_node"]),
-        master_port=master_port,
-        trainer=trainer,
+    procs_per_node: int,
+    node_env: Mapping[str, str],
+    job_env: Mapping[str, str],
+    recipe_text: str,
+    env_file: str,
+) -> dict[str, str]:
+    """One node's launch directory: file name -> content (see the module docstring)."""
+    hostfile = "${HERE}/" + HOSTFILE if launcher == "deepspeed" else ""
+    argv = launcher_argv(
+        launcher,
+        "${RDMAOPS_PYTHON}",
+        nodes=len(hosts),
+        procs_per_node=procs_per_node,
+        node_rank=node_rank,
+        master_addr="${MASTER_ADDR}",
+        master_port="${MASTER_PORT}",
+        trainer=trainer_args("${HERE}/" + RECIPE_FILE),
         hostfile=hostfile,
     )
-    for node in nodes:
-        node["command"] = command_line(node["argv"])
-    environment = launch_environment(transport_env or {}, job, extra_env)
-    batch_script, batch_text = "", ""
-    if launcher == "slurm":
-        batch_script = f"{workdir}/{job}.sbatch"
-        # The provisional plan (before the preflight) has no addresses: the final one writes the script.
-        if slurm_addresses:
-            batch_text = slurm_batch_script(
-                job=job,
-                recipe=recipe,
-                workdir=workdir,
-                env_file=env_file,
-                python=python,
-                nodes=len(nodes),
-                procs_per_node=int(launch["procs_per_node"]),
-                master_port=master_port,
-                trainer=trainer,
-                addresses=slurm_addresses,
-                environment=environment,
-            )
-    return {
-        "job": job,
-        "unit": unit_name(job),
-        "launcher": launcher,
-        "master": nodes[0]["host"],
-        "master_addr": nodes[0]["master_addr"],
-        "master_port": master_port,
-        "workdir": workdir,
-        "output_dir": output_dir,
-        "metrics_file": f"{output_dir}/metrics.jsonl",
-        "log_file": f"{log_dir.rstrip('/')}/train-{job}.log",
-        "hostfile": hostfile,
-        "hostfile_text": hostfile_text(hosts, int(launch["procs_per_node"])) if hostfile else "",
-        "environment": environment,
-        "batch_script": batch_script,
-        "batch_script_text": batch_text,
-        "slurm_job_name": f"{SLURM_JOB_PREFIX}{job}" if launcher == "slurm" else "",
-        "paths": recipe_paths(resolved.get("recipe") or {}),
-        "steps": int(launch["steps"]),
-        "nodes": {n["host"]: n for n in nodes},
-        "order": [n["host"] for n in nodes],
+    files = {
+        LAUNCH_SCRIPT: launch_script(
+            job=job, node=node, node_rank=node_rank, nodes=len(hosts), launcher=launcher, argv=argv
+        ),
+        NODE_ENV_FILE: shell_env_text(
+            node_env, f"{node}'s NCCL/gloo environment: {env_file} there (nccl_env, nccl_mesh_plugin roles)"
+        ),
+        JOB_ENV_FILE: shell_env_text(job_env, f"training job {job} on {node} (node rank {node_rank})"),
+        RECIPE_FILE: recipe_text,
     }
+    if launcher == "deepspeed":
+        files[HOSTFILE] = hostfile_text(hosts, procs_per_node)
+    return files

@@ -21,6 +21,7 @@ def systemd_run_argv(
     environment: Mapping[str, str],
     log_file: str,
     stop_timeout: int,
+    tee: bool = True,
 ) -> list[str]:
     """``systemd-run`` for a job's unit.
 
@@ -39,4 +40,6 @@ def systemd_run_argv(
     cmd = ["systemd-run", f"--unit={unit}", f"--description={description}"]
     cmd += [f"--property={p}" for p in props]
     cmd += [f"--setenv={k}={v}" for k, v in sorted(environment.items())]
+    if not tee:
+        return [*cmd, "--", *argv]
     return [*cmd, "--", "/bin/bash", "-c", TEE_SCRIPT, log_file, *argv]

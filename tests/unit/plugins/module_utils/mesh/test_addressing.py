@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import pytest
 from netaddr import IPAddress, IPNetwork, IPSet
@@ -263,7 +264,7 @@ def test_port_errors_good_mesh_by_name_and_mac() -> None:
 @pytest.mark.parametrize(
     ("ports", "needle"),
     [
-        ({"n2": "enp1s0f0np0"}, "no port for peer 'n3'"),
+        ({"n2": "enp1s0f0np0"}, "no port for peer 'n3': the mesh topology expects a full mesh"),
         ({"n2": "enp1s0f0np0", "n3": "enp9s0"}, "interface 'enp9s0' does not exist"),
         ({"n2": "enp1s0f0np0", "n3": "enp1s0f0np0"}, "'enp1s0f0np0' is used for both 'n2' and 'n3'"),
         (
@@ -502,3 +503,23 @@ def test_reachability_table() -> None:
     assert "ok enp1s0f0np0 0.06ms" in table[1] and "FAIL via eth0 (want enp1s0f1np1)" in table[1]
     assert "FAIL via enp1s0f0np0" in table[2] and "not checked" in table[2]
     assert table[-1] == "1/3 node pairs OK"
+
+
+IP_DETAILS = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2" / "ip_d_addr_node1_mesh.json"
+
+
+def test_the_mtu_is_checked_against_each_ports_maxmtu() -> None:
+    text = IP_DETAILS.read_text()
+    assert ma.port_mtu_errors("node1", 9000, text, ["data0", "data1"]) == []  # veths carry up to 65535
+    # the same node with data1 on a NIC that carries at most 1500 (max_mtu as the kernel reports it)
+    links = json.loads(text)
+    next(lk for lk in links if lk["ifname"] == "data1")["max_mtu"] = 1500
+    assert ma.port_mtu_errors("node1", "9000", links, ["data0", "data1"]) == [
+        "node1: mesh_network_mtu 9000 is larger than port data1's maxmtu 1500 (`ip -d link show "
+        "data1`): lower "
+        "mesh_network_mtu or use ports that carry it"
+    ]
+    assert ma.port_mtu_errors("node1", "jumbo", links, ["data1"]) == []  # mtu_errors names that one
+    assert ma.port_mtu_errors("node1", 9000, "not json", ["data1"])[0].startswith(
+        "node1: `ip -d -j link` output"
+    )

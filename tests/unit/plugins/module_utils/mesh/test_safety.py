@@ -285,3 +285,15 @@ def test_the_recorded_peer_wins_over_declared_ports_when_the_peer_file_is_unread
     layout = ms.anchored_layout(["node1", "node2", "node3"], bare, POOL, PREFIX, NODES, ports=swapped)
     pair = next(lk for lk in layout["links"] if {lk["a"], lk["b"]} == {"node1", "node2"})
     assert pair["subnet"] == "192.168.100.4/30"
+
+
+def test_a_new_link_prefix_inside_the_pool_says_the_prefix_changes() -> None:
+    # issue 39: mesh_network_link_prefix=31 said the /30s were "outside mesh_network_link_pool", which they
+    # are not
+    hosts = ["n1", "n2", "n3"]
+    layout = ms.anchored_layout(hosts, existing_for(hosts), POOL, 31, NODES)
+    assert len(layout["errors"]) == 1
+    assert (
+        "n1-n2 192.168.100.0/30 is a /30 link, mesh_network_link_prefix asks for /31" in layout["errors"][0]
+    )
+    assert "outside" not in layout["errors"][0] and "mesh_network_renumber=true" in layout["errors"][0]

@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as train_agent
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import (
     LaunchError,
-    launch_plan,
+    recipe_digest,
     slurm_batch_script,
 )
 
@@ -24,7 +24,7 @@ ARGS = {
     "nodes": 2,
     "procs_per_node": 2,
     "master_port": 29500,
-    "trainer": ["-m", "rdmaops_trainer", "--recipe", "tiny", "--set", "train.resume=never"],
+    "trainer": ["-m", "rdmaops_trainer", "--recipe", "/srv/train/t1/recipe.yaml"],
     "addresses": {"node1": "10.255.0.1", "node2": "10.255.0.2"},
     "environment": {"RDMAOPS_TRAIN_JOB": "t1", "PYTHONUNBUFFERED": "1"},
 }
@@ -71,7 +71,7 @@ def test_script_runs_torchrun_with_the_node_rank_and_the_first_node_as_master(tm
         "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=2", "--master-addr=10.255.0.2",
         "--master-port=29500", "--max-restarts=0", "-m",
     ]  # fmt: skip
-    assert args[8:] == ["rdmaops_trainer", "--recipe", "tiny", "--set", "train.resume=never"]
+    assert args[8:] == ["rdmaops_trainer", "--recipe", "/srv/train/t1/recipe.yaml"]
 
 
 def test_script_positional_steps_warmup_lr_override_last(tmp_path: Path) -> None:
@@ -101,33 +101,28 @@ def test_script_refuses_what_cannot_be_quoted(addresses: dict[str, str]) -> None
         slurm_batch_script(**{**ARGS, "env_file": "/e", "addresses": addresses})
 
 
-def test_launch_plan_for_slurm() -> None:
-    resolved = {
-        "launch": {
-            "name": "tiny",
-            "strategy": "fsdp2",
-            "output_dir": "runs/tiny",
-            "procs_per_node": 1,
-            "steps": 10,
-        },
-        "overrides": [],
+def test_each_task_checks_the_recipe_digest_on_its_node(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("name: tiny\n")
+    env_file = tmp_path / "nccl.env"
+    bin_dir = _fake_bin(tmp_path, env_file)
+    args = {
+        **ARGS,
+        "python": str(bin_dir / "python"),
+        "env_file": str(env_file),
+        "recipe_file": str(recipe),
+        "environment": {**ARGS["environment"], "RDMAOPS_RECIPE_SHA256": recipe_digest("name: tiny\n")},
     }
-    common = {"job": "", "recipe": "tiny", "launcher": "slurm", "resume": "never", "venv": "/opt/v",
-              "base_dir": "/srv/train", "log_dir": "/var/log/rdmaops", "master_port": 29500}  # fmt: skip
-    provisional = launch_plan(resolved, ["a", "b"], {"a": "a"}, **common)
-    assert (
-        provisional["batch_script"] == "/srv/train/tiny/tiny.sbatch"
-        and provisional["batch_script_text"] == ""
-    )
-    plan = launch_plan(
-        resolved,
-        ["a", "b"],
-        {"a": "10.255.0.1"},
-        slurm_addresses={"a": "10.255.0.1", "b": "10.255.0.2"},
-        **common,
-    )
-    assert plan["slurm_job_name"] == "rdmaops-tiny"
-    assert "  a) MASTER_ADDR=10.255.0.1 ;;" in plan["batch_script_text"]
+    script = tmp_path / "t1.sbatch"
+    script.write_text(slurm_batch_script(**args))  # type: ignore[arg-type]
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "node[1-2]",
+           "SLURM_JOB_ID": "42"}  # fmt: skip
+    ok = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert ok.returncode == 0 and "rank=1 gloo=nodeaddr0 job=t1" in ok.stdout
+    recipe.write_text("name: tiny\nseed: 7\n")  # this node's copy differs from what was resolved
+    bad = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert bad.returncode == 2 and "rank=" not in bad.stdout
+    assert f"{recipe} is not the recipe train.yml resolved" in bad.stderr
 
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures" / "slurm"

@@ -5,6 +5,7 @@ summary lines, the SSH command per node (module_utils/train_watch, train_agent).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as ta
@@ -56,6 +57,10 @@ def test_unit_phases_from_systemctl_show() -> None:
         ta.unit_phase({"LoadState": "not-found", "ActiveState": "inactive", "Result": "success"}) == "absent"
     )
     assert ta.unit_phase({**DONE, "ExecMainStatus": "2"}) == "failed"
+    # stopping: still running, unless its main process was killed (systemd then stops the rest)
+    stopping = {**RUNNING, "ActiveState": "deactivating", "SubState": "stop-sigterm"}
+    assert ta.unit_phase(stopping) == "running"
+    assert ta.unit_phase({**stopping, "ExecMainCode": "2", "ExecMainStatus": "9"}) == "failed"
 
 
 def test_success_on_every_node_gives_the_summary() -> None:
@@ -101,9 +106,9 @@ def test_the_earliest_failure_is_named_with_its_rank_and_signal() -> None:
         },
         1051,
     )
+    assert w.decide(1051) is None  # only a consequence so far, and node1 still runs: the failure grace first
     w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.0, "log_tail": tail}, 1051)
-    assert w.decide(1051) is None  # node1 still runs: the failure grace (5 s) first
-    out = w.decide(1056)
+    out = w.decide(1051)  # a cause of its own: named at once, without waiting for node1
     assert out is not None and out.status == "failed"
     assert out.node == "node2" and out.node_rank == 1 and out.rank == 1
     assert out.message == (
@@ -140,7 +145,7 @@ def test_no_progress_for_the_stall_timeout_is_a_hang() -> None:
     assert out is not None and out.status == "hung"
     assert out.message == (
         "job tiny hung: no progress for 1m01s at step 20 (train_stall_timeout=60 s); a rank is stuck or "
-        "frozen"
+        "frozen (no process states from the nodes)"
     )
 
 
@@ -258,11 +263,18 @@ def test_agent_command_follows_the_inventory_connection() -> None:
     assert argv[0] == "ssh" and "BatchMode=yes" in argv and "ServerAliveInterval=5" in argv
     assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-i") + 1] == "/k/id"
     assert argv[argv.index("-l") + 1] == "root" and "UserKnownHostsFile=/dev/null" in argv
-    assert argv[-2:] == ["10.99.0.10", "/usr/bin/python3 - rdmaops-train-tiny.service /s/m.jsonl /l 2.0 7"]
+    assert argv[-2:] == ["10.99.0.10", "/usr/bin/python3 - rdmaops-train-tiny.service /s/m.jsonl /l 2.0 7 ''"]
     local = tw.agent_argv(
-        {"ansible_connection": "local"}, "x", unit="u", metrics="", log="/l", interval=1, offset=0
+        {"ansible_connection": "local"},
+        "x",
+        unit="u",
+        metrics="",
+        log="/l",
+        interval=1,
+        offset=0,
+        events="/e",
     )
-    assert local == ["/usr/bin/python3", "-", "u", "", "/l", "1", "0"]
+    assert local == ["/usr/bin/python3", "-", "u", "", "/l", "1", "0", "/e"]
 
 
 def test_a_peer_that_lost_its_connection_is_not_the_cause() -> None:
@@ -279,13 +291,20 @@ def test_a_peer_that_lost_its_connection_is_not_the_cause() -> None:
     w.feed("node1", {"phase": "failed", "unit": FAILED, "exited_at": 1048.0, "log_tail": peer}, 1049)
     assert w.decide(1049) is None  # the others are still running: wait for them a moment
     w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.5, "log_tail": killed}, 1050)
-    assert w.decide(1050) is None
-    w.feed("node3", {"phase": "failed", "unit": FAILED, "exited_at": 1050.0, "log_tail": peer}, 1051)
-    out = w.decide(1051)  # nobody left running: decided before the grace ends
+    out = w.decide(1050)  # the killed rank reported: the cause, whoever reported first
     assert out is not None and out.node == "node2" and out.rank == 1
-    assert out.message.startswith(
-        "job tiny failed on node2 (node rank 1, rank 1): killed by signal 9 (SIGKILL)"
+    assert (
+        out.message
+        == "job tiny failed on node2 (node rank 1, rank 1): killed by signal 9 (SIGKILL); then also on node1"
     )
+    w = watch(failure_grace=5.0)
+    feed_all(w, RUNNING, 1001)
+    for n, t in (("node1", 1048.0), ("node3", 1049.0)):
+        w.feed(n, {"phase": "failed", "unit": FAILED, "exited_at": t, "log_tail": peer}, 1050)
+    assert w.decide(1050) is None  # only consequences, node2 still runs
+    w.feed("node2", {"phase": "failed", "unit": FAILED, "exited_at": 1049.5, "log_tail": killed}, 1051)
+    out = w.decide(1051)
+    assert out is not None and out.node == "node2" and out.message.endswith("then also on node1, node3")
 
 
 def test_the_grace_ends_while_a_peer_still_runs() -> None:
@@ -296,3 +315,255 @@ def test_the_grace_ends_while_a_peer_still_runs() -> None:
     assert w.decide(1053.9) is None
     out = w.decide(1054.0)
     assert out is not None and out.status == "failed" and out.node == "node1"
+
+
+# ----------------------------------------------------------------------------------------- every process
+
+
+def procs(*ranks: tuple[int, str, float], launcher: tuple[str, float] | None = ("S", 1.0)) -> list[dict]:
+    """An agent's process list: (rank, state, cpu seconds) per rank, and the launcher's (state, cpu)."""
+    out = [{"pid": 100 + r, "role": "rank", "name": "rdmaops_trainer", "rank": r, "state": st, "cpu": cpu}
+           for r, st, cpu in ranks]  # fmt: skip
+    if launcher:
+        out.append({"pid": 99, "role": "launcher", "name": "torch.distributed.run", "state": launcher[0],
+                    "cpu": launcher[1]})  # fmt: skip
+    return out
+
+
+def running(w: tw.JobWatch, now: float, step: int | None = None, **per_node: list[dict]) -> None:
+    """One round of agent lines: every node running, with its processes; node1 logs STEP if given."""
+    for i, n in enumerate(w.nodes):
+        line: dict = {"phase": "running", "unit": RUNNING, "procs": per_node.get(n, procs((i, "S", now)))}
+        if n == "node1" and step is not None:
+            line["metrics"] = [{"event": "train", "step": step, "loss": 3.0, "time": now}]
+        w.feed(n, line, now)
+
+
+KILLED = {"event": "exit", "pid": 99, "role": "launcher", "name": "torch.distributed.run", "code": None,
+          "signal": 9, "signal_name": "SIGKILL"}  # fmt: skip
+
+
+def test_a_launcher_killed_mid_run_fails_the_job_at_once_naming_it() -> None:
+    # issue 39: kill -9 of the master's torchrun at step 70; its rank 0 trained on unsupervised
+    w = watch()
+    running(w, 1010, step=70)
+    w.feed("node1", {"phase": "running", "unit": RUNNING, "exits": [KILLED],
+                     "procs": procs((0, "S", 5.0), launcher=None)}, 1011)  # fmt: skip
+    out = w.decide(1011)  # no grace: nothing else could have caused it
+    assert out is not None and out.status == "failed" and out.node == "node1" and out.node_rank == 0
+    assert out.message == (
+        "job tiny failed on node1 (node rank 0, its launcher torch.distributed.run, pid 99): killed by "
+        "signal 9 "
+        "(SIGKILL) at step 70; it left rank 0 on node1 (pid 100) running unsupervised"
+    )
+    # the same on a worker
+    w = watch()
+    running(w, 1010, step=70)
+    w.feed("node3", {"phase": "running", "unit": RUNNING, "exits": [KILLED],
+                     "procs": procs((2, "S", 5.0), launcher=None)}, 1011)  # fmt: skip
+    out = w.decide(1011)
+    assert (
+        out is not None
+        and out.node == "node3"
+        and "(node rank 2, its launcher torch.distributed.run" in out.message
+    )
+
+
+def test_a_launcher_that_exits_while_its_ranks_run_on_is_a_failure_too() -> None:
+    w = watch()
+    running(w, 1010, step=30)
+    crashed = {**KILLED, "code": 1, "signal": None, "signal_name": None}
+    w.feed("node2", {"phase": "running", "unit": RUNNING, "exits": [crashed],
+                     "procs": procs((1, "S", 5.0), launcher=None)}, 1011)  # fmt: skip
+    out = w.decide(1011)
+    assert (
+        out is not None
+        and "node2 (node rank 1, its launcher torch.distributed.run, pid 99): exited with code 1"
+        in (out.message)
+    )
+    # exiting 1 after a rank failed (its ranks gone with it) is the ordinary failure, named from the log
+    w = watch()
+    running(w, 1010, step=30)
+    w.feed("node2", {"phase": "running", "unit": RUNNING, "exits": [crashed], "procs": []}, 1011)
+    assert w.decide(1011) is None
+
+
+def test_a_launcher_killed_after_the_last_step_is_a_warning_when_the_ranks_finish() -> None:
+    w = watch(total_steps=100)
+    running(w, 1010, step=100)
+    w.feed("node1", {"phase": "running", "unit": RUNNING, "exits": [KILLED],
+                     "procs": procs((0, "S", 5.0), launcher=None)}, 1011)  # fmt: skip
+    assert w.decide(1011) is None  # the ranks need no launcher any more: let them finish
+    rank_done = {"event": "exit", "pid": 100, "role": "rank", "rank": 0, "code": 0, "signal": None}
+    killed_unit = {**FAILED, "Result": "exit-code", "ExecMainStatus": "137"}
+    w.feed("node1", {"phase": "failed", "unit": killed_unit, "exits": [rank_done], "procs": [],
+                     "metrics": [{"event": "end", "step": 100, "loss": 2.0}]}, 1013)  # fmt: skip
+    for n in ("node2", "node3"):
+        w.feed(n, {"phase": "succeeded", "unit": DONE, "procs": []}, 1013)
+    out = w.decide(1013)
+    assert (
+        out is not None
+        and out.status == "succeeded"
+        and out.message.startswith("job tiny finished: step 100")
+    )
+    assert out.warnings == [
+        "the launcher on node1 (torch.distributed.run, pid 99) was killed by signal 9 (SIGKILL) after "
+        "the last "
+        "step was logged; its ranks finished without it"
+    ]
+
+
+def test_an_orphan_rank_that_fails_after_the_last_step_fails_the_job() -> None:
+    w = watch(total_steps=100)
+    running(w, 1010, step=100)
+    w.feed(
+        "node1",
+        {
+            "phase": "running",
+            "unit": RUNNING,
+            "exits": [KILLED],
+            "procs": procs((0, "S", 5.0), launcher=None),
+        },
+        1011,
+    )
+    bad = {
+        "event": "exit",
+        "pid": 100,
+        "role": "rank",
+        "rank": 0,
+        "code": None,
+        "signal": 6,
+        "signal_name": "SIGABRT",
+    }
+    unit = {**FAILED, "ExecMainStatus": "137"}
+    line = {
+        "phase": "failed",
+        "unit": unit,
+        "exits": [bad],
+        "procs": [],
+        "metrics": [{"event": "end", "step": 100}],
+    }
+    w.feed("node1", line, 1013)
+    for n in ("node2", "node3"):
+        w.feed(n, {"phase": "succeeded", "unit": DONE}, 1013)
+    out = w.decide(1013)
+    assert out is not None and out.status == "failed" and out.node == "node1"
+    assert (
+        "its launcher torch.distributed.run, pid 99): killed by signal 9 (SIGKILL) at step 100" in out.message
+    )
+
+
+def test_the_unit_main_process_killed_is_named() -> None:
+    killed = {"Id": "rdmaops-train-t.service", "Result": "signal", "ExecMainCode": "2", "ExecMainStatus": "9"}
+    cause = tw.failure_cause([], killed)
+    assert cause == {"why": "killed by signal 9", "where": "the unit's main process", "peer_gone": False}
+    # what the ranks said as systemd stopped them does not hide it
+    peer = (FIXTURES / "torchrun" / "root_cause_peer_closed.txt").read_text().splitlines()
+    assert tw.failure_cause(peer, killed)["where"] == "the unit's main process"
+    w = watch()
+    feed_all(w, RUNNING, 1001)
+    w.feed("node2", {"phase": "failed", "unit": killed, "exited_at": 1010.0, "log_tail": peer}, 1010)
+    for n in ("node1", "node3"):
+        w.feed(n, {"phase": "failed", "unit": FAILED, "exited_at": 1011.0, "log_tail": peer}, 1012)
+    out = w.decide(1012)
+    assert out is not None and out.message.startswith(
+        "job tiny failed on node2 (node rank 1, the unit's main process): killed by signal 9"
+    )
+
+
+def test_a_stopped_rank_is_named_before_the_stall_timeout() -> None:
+    # issue 39: kill -STOP of node2's rank at step 80 was reported after 5 minutes naming nobody
+    w = watch(stall_timeout=300.0, stopped_timeout=20.0)
+    running(w, 1010, step=80)
+    for t in range(1011, 1031):
+        running(w, t, node2=procs((1, "T", 50.0)))
+        assert w.decide(t) is None
+    running(w, 1031, node2=procs((1, "T", 50.0)))
+    out = w.decide(1031)
+    assert out is not None and out.status == "hung" and out.node == "node2" and out.rank == 1
+    assert out.message == (
+        "job tiny hung at step 80: rank 1 on node2 (pid 101) is stopped (state T: SIGSTOP, or a "
+        "debugger) for "
+        "20s (train_stopped_timeout=20 s); the others wait for it: node1 rank 0 sleeping, node3 rank 2 "
+        "sleeping"
+    )
+
+
+def test_a_rank_stopped_only_briefly_is_not_a_hang() -> None:
+    w = watch(stall_timeout=300.0, stopped_timeout=20.0)
+    running(w, 1010, step=80)
+    running(w, 1015, node2=procs((1, "T", 50.0)))
+    running(w, 1020, step=90)  # SIGCONT: it runs again
+    running(w, 1040, step=100)
+    assert w.decide(1040) is None
+
+
+def test_at_the_stall_timeout_the_states_name_the_odd_rank() -> None:
+    w = watch(stall_timeout=60.0)
+    running(w, 1010, step=20)
+    for t in range(1011, 1080, 5):  # node3's rank spins (its CPU time moves), the others wait idle
+        running(w, t, node1=procs((0, "S", 1.0)), node2=procs((1, "S", 1.0)), node3=procs((2, "R", float(t))))
+    out = w.decide(1076)
+    assert out is not None and out.status == "hung" and out.node == "node3" and out.rank == 2
+    assert out.message.startswith(
+        "job tiny hung: no progress for 1m06s at step 20 (train_stall_timeout=60 s); rank 2 on node3 "
+        "(pid 102) is "
+        "the only rank using CPU, the others wait for it (all ranks: rank 0 on node1 (pid 100) "
+        "sleeping, no CPU for"
+    )
+    w = watch(stall_timeout=60.0)
+    running(w, 1010, step=20)
+    running(w, 1075, node2=procs((1, "D", 1.0)))
+    out = w.decide(1075)
+    assert out is not None and out.node == "node2"
+    assert (
+        "rank 1 on node2 (pid 101) is in uninterruptible sleep (state D: waiting on the kernel, often I/O)"
+        in (out.message)
+    )
+
+
+def test_the_progress_line_says_stalled_instead_of_a_stale_eta() -> None:
+    w = watch()
+    _step(w, 10, 1010)
+    _step(w, 20, 1020)
+    assert "ETA 1m20s" in w.progress_line(1021)
+    line = w.progress_line(1060)  # 40 s since the last step, 4 times the usual 10 s
+    assert "stalled for 40 s" in line and "ETA" not in line
+    assert w.progress_line(1045).count("ETA") == 1  # 25 s: still within 30 s
+
+
+def test_agent_process_table(tmp_path: Path) -> None:
+    ev = tmp_path / "ev.jsonl"
+    me = os.getpid()
+    spawned = [
+        {"event": "spawn", "pid": me, "role": "rank", "name": "rdmaops_trainer", "rank": 3},
+        {"event": "spawn", "pid": 999999, "role": "launcher", "name": "torch.distributed.run"},
+    ]
+    ev.write_text("".join(json.dumps(e) + "\n" for e in spawned))
+    table = ta.ProcessTable(str(ev))
+    live, exits = table.read()
+    mine = next(p for p in live if p["pid"] == me)
+    assert mine["rank"] == 3 and mine["state"] in ("R", "S") and mine["cpu"] > 0
+    assert next(p for p in live if p["pid"] == 999999)["state"] == "gone" and exits == []
+    with ev.open("a") as fh:
+        fh.write(
+            json.dumps({"event": "exit", "pid": 999999, "role": "launcher", "code": 0, "signal": None}) + "\n"
+        )
+    live, exits = table.read()
+    assert [p["pid"] for p in live] == [me] and exits[0]["pid"] == 999999
+    assert ta.proc_stat(me)["state"] in ("R", "S") and ta.proc_stat(999999) is None
+
+
+def test_the_log_tail_starts_at_this_launch(tmp_path: Path) -> None:
+    log = tmp_path / "train-t.log"
+    log.write_text(
+        "=== rdmaops train job t: 2026-11-27 06:13:45 +0000\nold run\nstep 10\n"
+        "=== rdmaops train job t: 2026-11-27 06:53:28 +0000\nlaunch.sh: job t\nKilled\n"
+    )
+    assert ta.run_tail(str(log)) == [
+        "=== rdmaops train job t: 2026-11-27 06:53:28 +0000",
+        "launch.sh: job t",
+        "Killed",
+    ]
+    log.write_text("".join(f"line {i}\n" for i in range(100)))  # the marker scrolled out: the last lines
+    assert ta.run_tail(str(log), 3) == ["line 97", "line 98", "line 99"]

@@ -1,0 +1,339 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The train role's two phases on the controller (action plugins rdmaops.cluster.train_check and
+rdmaops.cluster.train_plan, built on plugin_utils/phase.py's PhaseAction).
+
+``check`` (tasks/validate.yml): the role's inputs, the recipe resolved once with the trainer's own code and
+written out as the one recipe file every node runs (with its sha256), the job's names and paths.
+``plan`` (after the preflight, tasks/preflight.yml): every node's report compared (preflight.py), then what
+each node starts, from the check's plan and the reports: its launch directory (launch.py ``node_files``),
+the unit's command, the job record. Nothing is planned twice and no plan is rebuilt from itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import launch as tl
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import supervisor
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import preflight_report
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import RecipeResolveError, resolve
+
+# Hybrid sharding (the trainer's rdmaops_trainer/dp_mesh.py): train_hsdp on/off forces the recipe key; auto or
+# empty leaves it to the launcher, which sets HSDP_ENV from the fabric that joins the nodes (plan below).
+HSDP_KEY = "strategy.fsdp2.hsdp"
+HSDP_VALUES = {"on": "true", "off": "false", "auto": "auto"}
+HSDP_ENV = "RDMAOPS_HSDP"
+SUPERVISOR_FILE = "supervise.py"
+
+CHECK_SPEC: dict[str, Any] = {
+    "recipe": {"type": "str", "required": True},
+    "overrides": {"type": "dict", "default": {}},
+    "steps": {"type": "raw", "default": ""},
+    "warmup": {"type": "raw", "default": ""},
+    "lr": {"type": "raw", "default": ""},
+    "hsdp": {"type": "str", "default": "", "choices": ["", "auto", "on", "off"]},
+    "launcher": {"type": "str", "default": "torchrun", "choices": list(tl.LAUNCHERS)},
+    "job": {"type": "str", "default": ""},
+    "resume": {"type": "str", "default": "never", "choices": list(tl.RESUME)},
+    "trainer_src": {"type": "path", "required": True},
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "venv": {"type": "path", "default": "/opt/rdmaops/venv"},
+    "base_dir": {"type": "path", "default": "/var/lib/rdmaops/train"},
+    "log_dir": {"type": "path", "default": "/var/log/rdmaops"},
+    "render_dir": {"type": "str", "default": ""},
+}
+
+PLAN_SPEC: dict[str, Any] = {
+    "check": {"type": "dict", "required": True},
+    "reports": {"type": "dict", "required": True},
+    "addresses": {"type": "dict", "default": {}},
+    "master_port": {"type": "int", "default": 29500},
+    "min_free_gb": {"type": "float", "default": 10.0},
+    "overwrite": {"type": "bool", "default": False},
+    "sync_data": {"type": "bool", "default": False},
+    "env_file": {"type": "path", "default": "/etc/rdmaops/nccl.env"},
+    "extra_env": {"type": "dict", "default": {}},
+}
+
+
+def recipe_text(recipe: Mapping[str, Any], name: str, overrides: list[str]) -> str:
+    """The resolved recipe as the file every node runs (YAML; the trainer reads it with --recipe)."""
+    import yaml  # the controller's (Ansible needs PyYAML); imported here so modules can import the specs
+
+    head = f"# Recipe {name} as train.yml resolved it on the controller"
+    head += f" (overrides: {' '.join(overrides)})\n" if overrides else "\n"
+    return head + yaml.safe_dump(dict(recipe), sort_keys=False, default_flow_style=False)
+
+
+def yaml_recipe(text: str) -> dict[str, Any]:
+    import yaml  # as in recipe_text
+
+    return dict(yaml.safe_load(text) or {})
+
+
+def check(p: Mapping[str, Any]) -> dict[str, Any]:
+    """Phase 1: resolve the recipe once (overrides, shorthands, HSDP choice, resume) and name the job."""
+    errors: list[str] = []
+    overrides: dict[str, Any] = dict(p["overrides"] or {})
+    try:
+        overrides = tl.merge_overrides(overrides, {"steps": p["steps"], "warmup": p["warmup"], "lr": p["lr"]})
+    except tl.LaunchError as exc:
+        errors.append(str(exc))
+    if p["hsdp"]:
+        value = HSDP_VALUES[p["hsdp"]]
+        if HSDP_KEY in overrides and str(overrides[HSDP_KEY]).lower() != value:
+            errors.append(
+                f"train_hsdp={p['hsdp']} and recipe_overrides {HSDP_KEY}={overrides[HSDP_KEY]} disagree"
+            )
+        overrides[HSDP_KEY] = value
+    # train.yml's resume setting wins over a train.resume in the overrides, as the trainer's last --set did
+    overrides["train.resume"] = tl.resume_value(p["resume"])
+    hosts = list(p["hosts"])
+    try:
+        resolved = resolve(p["trainer_src"], p["recipe"], overrides, len(hosts))
+    except RecipeResolveError as exc:
+        return {"errors": [*errors, str(exc)]}
+    launch = resolved["launch"]
+    job = p["job"] or launch["name"]
+    try:
+        tl.check_job_name(job)
+    except tl.LaunchError as exc:
+        errors.append(str(exc))
+    if p["launcher"] == "deepspeed" and launch["strategy"] == "pipeline":
+        errors.append("launcher=deepspeed runs DeepSpeed-style jobs; the pipeline strategy needs torchrun")
+    if errors:
+        return {"errors": errors}
+    text = recipe_text(resolved["recipe"], p["recipe"], resolved["overrides"])
+    workdir = f"{p['base_dir'].rstrip('/')}/{job}"
+    output_dir = tl.resolve_output_dir(workdir, str(launch["output_dir"]))
+    log_file = f"{p['log_dir'].rstrip('/')}/train-{job}.log"
+    render = os.path.abspath(p["render_dir"]) if p["render_dir"] else ""
+    return {
+        "errors": [],
+        "plan": {
+            "job": job,
+            "unit": tl.unit_name(job),
+            "recipe": p["recipe"],
+            "launcher": p["launcher"],
+            "resume": p["resume"],
+            "hosts": hosts,
+            "master": hosts[0],
+            "venv": p["venv"],
+            "python": f"{p['venv'].rstrip('/')}/bin/python",
+            "workdir": workdir,
+            "output_dir": output_dir,
+            "metrics_file": f"{output_dir}/metrics.jsonl",
+            "log_file": log_file,
+            "events_file": f"{log_file.removesuffix('.log')}.events.jsonl",
+            "steps": int(launch["steps"]),
+            "paths": tl.recipe_paths(resolved["recipe"]),
+            # what the preflight report compares against (world size, device, steps, output directory)
+            "launch": {**launch, "job": job, "output_dir_resolved": output_dir},
+            "recipe_text": text,
+            "recipe_sha256": tl.recipe_digest(text),
+            "render_dir": f"{render}/{job}" if render else "",
+            # a fresh token per run: the master writes it into the output directory, a node that reads it
+            # back shares the master's storage (preflight)
+            "token": secrets.token_hex(8),
+        },
+    }
+
+
+def slow_fabric(reports: Mapping[str, Any], hosts: list[str]) -> str:
+    """Why the nodes are joined by a link much slower than their GPUs' own ('' when they are not): NCCL over
+    TCP on every node (nccl_env's transport tcp: NCCL_IB_DISABLE=1; or the Mesh plugin's TCP backend)."""
+    why = set()
+    for host in hosts:
+        env = (reports.get(host) or {}).get("env") or {}
+        if env.get("NCCL_NET_PLUGIN") == "mesh":
+            if env.get("NCCL_MESH_TRANSPORT") != "tcp":
+                return ""
+            why.add("the Mesh plugin's TCP backend")
+        elif env.get("NCCL_IB_DISABLE") == "1":
+            why.add("NCCL's socket transport, NCCL_IB_DISABLE=1")
+        else:
+            return ""
+    return " and ".join(sorted(why))
+
+
+def hsdp_note(recipe: Mapping[str, Any], nodes: int, slow: str) -> str:
+    """What the launch's HSDP_ENV means for this recipe, for the preflight notes ('' when nothing)."""
+    strategy = recipe.get("strategy") or {}
+    if strategy.get("name") != "fsdp2" or nodes < 2:
+        return ""
+    choice = (strategy.get("fsdp2") or {}).get("hsdp", "auto")
+    if isinstance(choice, bool):
+        return f"hsdp: strategy.fsdp2.hsdp is {str(choice).lower()} (-e hsdp=auto follows the fabric)"
+    if slow:
+        return (
+            f"hsdp: the nodes are joined by TCP ({slow}): {HSDP_ENV}=1, so FSDP2 shards inside each node and "
+            "replicates across nodes (only the gradient all-reduce crosses them); -e hsdp=off keeps plain "
+            "FSDP2"
+        )
+    return (
+        f"hsdp: the nodes are joined by RDMA: {HSDP_ENV}=0, plain FSDP2 over every rank (-e hsdp=on forces "
+        "HSDP)"
+    )
+
+
+def _supervisor_source() -> str:
+    with open(supervisor.__file__, encoding="utf-8") as fh:
+        return fh.read()
+
+
+def plan(p: Mapping[str, Any]) -> dict[str, Any]:
+    """Phase 2: compare every node's report; plan what each node starts (from the check's plan)."""
+    c = p["check"]
+    hosts = list(c["hosts"])
+    reports = dict(p["reports"])
+    report = preflight_report(
+        reports,
+        hosts,
+        launch=c["launch"],
+        launcher=c["launcher"],
+        master_port=p["master_port"],
+        resume=c["resume"],
+        min_free_gb=p["min_free_gb"],
+        overwrite=p["overwrite"],
+        sync_data=p["sync_data"],
+    )
+    if report["errors"]:
+        return {"errors": report["errors"]}
+    if report["sync"]:  # inputs are copied first, then the preflight and this phase run again
+        return {"errors": [], "plan": {"notes": report["notes"], "sync": report["sync"]}}
+    master = hosts[0]
+    master_addr = str(
+        (reports.get(master) or {}).get("address") or (p["addresses"] or {}).get(master) or master
+    )
+    job, workdir = c["job"], c["workdir"]
+    launch = c["launch"]
+    procs = int(launch["procs_per_node"])
+    slow = slow_fabric(reports, hosts)
+    common = tl.launch_environment({HSDP_ENV: "1" if slow else "0"}, job, p["extra_env"])
+    common.update(
+        MASTER_ADDR=master_addr,
+        MASTER_PORT=str(p["master_port"]),
+        RDMAOPS_TRAIN_WORKDIR=workdir,
+        RDMAOPS_PYTHON=c["python"],
+        RDMAOPS_RECIPE_SHA256=c["recipe_sha256"],
+    )
+    nodes: dict[str, Any] = {}
+    for rank, host in enumerate(hosts):
+        node_dir = f"{workdir}/launch/{host}"
+        files = tl.node_files(
+            job=job,
+            node=host,
+            node_rank=rank,
+            hosts=hosts,
+            launcher=c["launcher"],
+            procs_per_node=procs,
+            node_env=dict((reports.get(host) or {}).get("env") or {}),
+            job_env={**common, "RDMAOPS_NODE": host, "RDMAOPS_NODE_RANK": str(rank)},
+            recipe_text=c["recipe_text"],
+            env_file=p["env_file"],
+        )
+        argv = tl.launcher_argv(
+            "torchrun" if c["launcher"] == "slurm" else c["launcher"],
+            c["python"],
+            nodes=len(hosts),
+            procs_per_node=procs,
+            node_rank=rank,
+            master_addr=master_addr,
+            master_port=p["master_port"],
+            trainer=tl.trainer_args(f"{node_dir}/{tl.RECIPE_FILE}"),
+            hostfile=f"{node_dir}/{tl.HOSTFILE}",
+        )
+        nodes[host] = {
+            "node_rank": rank,
+            "dir": node_dir,
+            # what a person reads: the launcher as launch.sh runs it on this node
+            "command": tl.command_line(argv),
+            "files": files,
+            # the unit: supervise.py (it records every process's exit) running launch.sh
+            "unit_argv": [
+                c["python"],
+                "-I",
+                f"{node_dir}/{SUPERVISOR_FILE}",
+                "--events",
+                c["events_file"],
+                "--log",
+                c["log_file"],
+                "--",
+                "/bin/bash",
+                f"{node_dir}/{tl.LAUNCH_SCRIPT}",
+            ],
+        }
+    record = {
+        key: c[key]
+        for key in (
+            "job",
+            "unit",
+            "recipe",
+            "launcher",
+            "master",
+            "workdir",
+            "output_dir",
+            "metrics_file",
+            "log_file",
+            "events_file",
+            "steps",
+            "recipe_sha256",
+        )
+    }
+    record.update(
+        master_addr=master_addr,
+        master_port=p["master_port"],
+        order=hosts,
+        slurm_job_name=f"{tl.SLURM_JOB_PREFIX}{job}" if c["launcher"] == "slurm" else "",
+        nodes={
+            h: {"node_rank": n["node_rank"], "dir": n["dir"], "command": n["command"]}
+            for h, n in nodes.items()
+        },
+    )
+    record_text = json.dumps(record, indent=2, sort_keys=True) + "\n"
+    supervise = _supervisor_source()
+    for node in nodes.values():
+        node["unit_files"] = {
+            **{f"{node['dir']}/{name}": text for name, text in node["files"].items()},
+            f"{node['dir']}/{SUPERVISOR_FILE}": supervise,
+            f"{workdir}/job.json": record_text,
+        }
+    note = hsdp_note(yaml_recipe(c["recipe_text"]), len(hosts), slow)
+    result: dict[str, Any] = {
+        **record,
+        "notes": [*report["notes"], *([note] if note else [])],
+        "sync": [],
+        "job_record": record,
+        "nodes": nodes,
+        "recipe_file": f"{workdir}/{tl.RECIPE_FILE}",
+        "batch_script": "",
+        "batch_script_text": "",
+    }
+    if c["launcher"] == "slurm":
+        slurm_addresses = {}
+        for host in hosts:
+            rep = reports.get(host) or {}
+            slurm_addresses[str(rep.get("hostname") or host)] = str(rep.get("address") or "")
+        result["batch_script"] = f"{workdir}/{job}.sbatch"
+        result["batch_script_text"] = tl.slurm_batch_script(
+            job=job,
+            recipe=c["recipe"],
+            workdir=workdir,
+            env_file=p["env_file"],
+            python=c["python"],
+            nodes=len(hosts),
+            procs_per_node=procs,
+            master_port=p["master_port"],
+            trainer=tl.trainer_args(result["recipe_file"]),
+            addresses=slurm_addresses,
+            environment={
+                **tl.launch_environment({HSDP_ENV: "1" if slow else "0"}, job, p["extra_env"]),
+                "RDMAOPS_RECIPE_SHA256": c["recipe_sha256"],
+            },
+            recipe_file=result["recipe_file"],
+        )
+    return {"errors": [], "plan": result}

@@ -1,0 +1,106 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: train_plan
+short_description: The train role's second phase, on the controller; compares the preflight, plans the launch
+version_added: "0.1.0"
+description:
+  - Runs on the controller (an action plugin) after M(rdmaops.cluster.train_preflight) reported on every node;
+    nothing on a node changes, and check mode runs the same.
+  - Compares the reports (versions, GPUs, inputs and their copies, interfaces, ports, units, disk, output
+    directory) and fails with every problem in one message, each naming node, value and fix.
+  - Otherwise plans, from the plan of M(rdmaops.cluster.train_check) and the reports, what each node starts,
+    its launch directory C(<workdir>/launch/<node>) (C(launch.sh), C(nccl.env), C(job.env), C(recipe.yaml),
+    C(hostfile) for DeepSpeed), the unit's command (C(supervise.py) running C(launch.sh)), the job record
+    (C(job.json)) and, for Slurm, the batch script. The master address is the master's NCCL/gloo interface
+    address from its report, else its inventory address. C(RDMAOPS_HSDP) (the trainer's hybrid-sharding
+    choice under C(strategy.fsdp2.hsdp=auto)) is 1 when every node's NCCL runs over TCP, else 0, with a note.
+author:
+  - Rdmaops Developers (@rdmaops)
+options:
+  check:
+    description: The RV(rdmaops.cluster.train_check#module:plan) of the first phase.
+    type: dict
+    required: true
+  reports:
+    description: Per host, the result of M(rdmaops.cluster.train_preflight), or C({unreachable, msg}).
+    type: dict
+    required: true
+  addresses:
+    description: Per host, its inventory address (the master address when its report has none).
+    type: dict
+    default: {}
+  master_port:
+    description: Rendezvous port on node rank 0.
+    type: int
+    default: 29500
+  min_free_gb:
+    description: Free disk needed where the output goes, on every node.
+    type: float
+    default: 10.0
+  overwrite:
+    description: The previous run in the output directory is to be removed (not an error).
+    type: bool
+    default: false
+  sync_data:
+    description: Inputs a node lacks or holds in another copy are to be copied (C(plan.sync)), not errors.
+    type: bool
+    default: false
+  env_file:
+    description: The nodes' NCCL/gloo env file (nccl_env role), named in the launch files and Slurm tasks.
+    type: path
+    default: /etc/rdmaops/nccl.env
+  extra_env:
+    description: More environment variables for every node's launcher (in C(job.env)).
+    type: dict
+    default: {}
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
+"""
+
+EXAMPLES = r"""
+- name: Compare every node's report and plan the launch
+  rdmaops.cluster.train_plan:
+    check: "{{ train_check.plan }}"
+    reports: >-
+      {{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, 'train_node')))
+      }}
+    master_port: 29500
+  run_once: true
+  register: train_launch
+"""
+
+RETURN = r"""
+errors:
+  description: The preflight's problems, each naming node, value and fix; empty when the plan is returned.
+  returned: always
+  type: list
+  elements: str
+plan:
+  description:
+    - C(notes) (the preflight's notes) and C(sync) (inputs to copy first; then nothing else is planned).
+    - Otherwise also the job record's keys (C(job), C(unit), C(launcher), C(master), C(master_addr),
+      C(master_port), C(workdir), C(output_dir), C(metrics_file), C(log_file), C(events_file), C(steps),
+      C(order), C(recipe_sha256), C(slurm_job_name)), C(job_record), C(nodes) (per host C(node_rank), C(dir),
+      C(command), C(files) (the launch directory, file name to content), C(unit_files) (absolute path to
+      content, those files with C(supervise.py) and C(job.json)), C(unit_argv)), C(recipe_file),
+      C(batch_script) and C(batch_script_text) (Slurm).
+  returned: success
+  type: dict
+"""
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import PLAN_SPEC
+
+
+def main() -> None:
+    refuse_without_action("train_plan", PLAN_SPEC)
+
+
+if __name__ == "__main__":
+    main()

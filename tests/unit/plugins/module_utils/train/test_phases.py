@@ -1,0 +1,281 @@
+"""The train role's two controller phases: the recipe resolved once (check) and the launch planned once from
+the preflight reports (plan), through their action plugins too (module_utils/train/phases.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+from unittest.mock import MagicMock
+
+import pytest
+import yaml
+from ansible.playbook.play_context import PlayContext
+
+from ansible_collections.rdmaops.cluster.plugins.action.train_check import ActionModule as CheckAction
+from ansible_collections.rdmaops.cluster.plugins.action.train_plan import ActionModule as PlanAction
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import recipe_digest
+
+TRAINER = str(Path(__file__).resolve().parents[5] / "files" / "trainer")
+HOSTS = ["node1", "node2", "node3"]
+
+
+def check_args(**kw: Any) -> dict[str, Any]:
+    args = {
+        "recipe": "tiny",
+        "overrides": {},
+        "steps": "",
+        "warmup": "",
+        "lr": "",
+        "hsdp": "",
+        "launcher": "torchrun",
+        "job": "",
+        "resume": "never",
+        "trainer_src": TRAINER,
+        "hosts": HOSTS,
+        "venv": "/opt/rdmaops/venv",
+        "base_dir": "/shared/train",
+        "log_dir": "/var/log/rdmaops",
+        "render_dir": "",
+    }
+    args.update(kw)
+    return args
+
+
+def report(host: str, **kw: Any) -> dict[str, Any]:
+    """A node's train_preflight result where everything is fine."""
+    versions = {
+        "python": "3.11.2",
+        "torch": "2.13.0+cpu",
+        "trainer": "0.1.0",
+        "transformers": "4.5",
+        "nccl": None,
+    }
+    rep = {
+        "venv": {"path": "/opt/rdmaops/venv", "exists": True},
+        "versions": {**versions, "deepspeed": "0.18.0"},
+        "gpus": 0,
+        "env": {"GLOO_SOCKET_IFNAME": "nodeaddr0"},
+        "env_file": "/etc/rdmaops/nccl.env",
+        "interfaces": {"nodeaddr0": {"exists": True, "up": True, "ipv4": [f"10.255.0.{host[-1]}"]}},
+        "hostname": host,
+        "address": f"10.255.0.{host[-1]}",
+        "paths": [],
+        "listening": [],
+        "unit": {},
+        "disk": ["/shared", 100.0],
+        "checkpoints": {"complete": [], "partial": [], "finished_step": None},
+        "shared_marker": True,
+    }
+    rep.update(kw)
+    return rep
+
+
+def plan_args(check_plan: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    args = {
+        "check": check_plan,
+        "reports": {h: report(h) for h in HOSTS},
+        "addresses": {h: f"10.95.0.{10 + i}" for i, h in enumerate(HOSTS)},
+        "master_port": 29500,
+        "min_free_gb": 10.0,
+        "overwrite": False,
+        "sync_data": False,
+        "env_file": "/etc/rdmaops/nccl.env",
+        "extra_env": {},
+    }
+    args.update(kw)
+    return args
+
+
+def checked(**kw: Any) -> dict[str, Any]:
+    out = phases.check(check_args(**kw))
+    assert out["errors"] == [], out["errors"]
+    return out["plan"]
+
+
+def load_trainer_recipe(path: Path) -> dict[str, Any]:
+    sys.path.insert(0, TRAINER)
+    from rdmaops_trainer.config import load_recipe  # type: ignore[import-not-found]
+
+    return load_recipe(str(path)).to_dict()
+
+
+def test_check_resolves_the_recipe_once_into_the_file_every_node_runs(tmp_path: Path) -> None:
+    plan = checked(steps="40", overrides={"train.log_every": 5}, resume="latest")
+    assert plan["job"] == "tiny" and plan["unit"] == "rdmaops-train-tiny.service" and plan["steps"] == 40
+    assert plan["output_dir"] == "/shared/train/tiny/runs/tiny"
+    assert plan["events_file"] == "/var/log/rdmaops/train-tiny.events.jsonl"
+    assert plan["recipe_sha256"] == recipe_digest(plan["recipe_text"])
+    assert plan["recipe_text"].startswith(
+        "# Recipe tiny as train.yml resolved it on the controller (overrides:"
+    )
+    data = yaml.safe_load(plan["recipe_text"])
+    assert (
+        data["train"]["steps"] == 40 and data["train"]["log_every"] == 5 and data["train"]["resume"] == "auto"
+    )
+    # the trainer itself reads the file back to the same recipe, with nothing left to override
+    (tmp_path / "recipe.yaml").write_text(plan["recipe_text"])
+    assert load_trainer_recipe(tmp_path / "recipe.yaml") == data
+
+
+@pytest.mark.parametrize(
+    ("kw", "needle"),
+    [
+        ({"recipe": "nope"}, "recipe 'nope' not found (known:"),
+        ({"recipe": "glm"}, "cluster.nodes: the recipe asks for 2 node(s) but the play has 3"),
+        (
+            {"steps": "10", "overrides": {"train.steps": 20}},
+            "-e steps=10 and recipe_overrides train.steps=20 disagree",
+        ),
+        ({"job": "my job"}, "train job name 'my job'"),
+        ({"hsdp": "on", "overrides": {phases.HSDP_KEY: "off"}}, "train_hsdp=on and recipe_overrides"),
+        (
+            {"recipe": "gpt2-pipeline", "launcher": "deepspeed", "hosts": ["node1"]},
+            "pipeline strategy",
+        ),
+    ],
+)
+def test_check_names_each_bad_input(kw: dict[str, Any], needle: str) -> None:
+    out = phases.check(check_args(**kw))
+    assert "plan" not in out and any(needle in e for e in out["errors"]), out["errors"]
+
+
+@pytest.mark.parametrize(("hsdp", "value"), [("on", True), ("off", False), ("auto", "auto"), ("", "auto")])
+def test_check_passes_the_hsdp_choice_as_the_trainers_key(hsdp: str, value: object) -> None:
+    recipe = yaml.safe_load(checked(hsdp=hsdp)["recipe_text"])
+    assert recipe["strategy"]["fsdp2"]["hsdp"] == value
+
+
+TCP = {"GLOO_SOCKET_IFNAME": "nodeaddr0", "NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "=nodeaddr0"}
+RDMA = {"GLOO_SOCKET_IFNAME": "nodeaddr0", "NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "=mlx5_0:1"}
+MESH_TCP = {**TCP, "NCCL_NET_PLUGIN": "mesh", "NCCL_MESH_TRANSPORT": "tcp"}
+MESH_VERBS = {**RDMA, "NCCL_NET_PLUGIN": "mesh", "NCCL_MESH_TRANSPORT": "verbs"}
+
+
+@pytest.mark.parametrize(
+    ("env", "flag", "note"),
+    [
+        (
+            TCP,
+            "1",
+            "hsdp: the nodes are joined by TCP (NCCL's socket transport, NCCL_IB_DISABLE=1): RDMAOPS_HSDP=1",
+        ),
+        (MESH_TCP, "1", "hsdp: the nodes are joined by TCP (the Mesh plugin's TCP backend): RDMAOPS_HSDP=1"),
+        (RDMA, "0", "hsdp: the nodes are joined by RDMA: RDMAOPS_HSDP=0, plain FSDP2 over every rank"),
+        (MESH_VERBS, "0", "hsdp: the nodes are joined by RDMA: RDMAOPS_HSDP=0"),
+    ],
+)
+def test_the_launch_says_hsdp_from_the_fabric(env: dict[str, str], flag: str, note: str) -> None:
+    c = checked()
+    p = phases.plan(plan_args(c, reports={h: report(h, env=env) for h in HOSTS}))["plan"]
+    for node in p["nodes"].values():
+        assert f"RDMAOPS_HSDP={flag}" in node["files"]["job.env"].splitlines()
+    assert any(n.startswith(note) for n in p["notes"]), p["notes"]
+    # one node on RDMA among TCP ones: not a TCP job
+    mixed = {h: report(h, env=TCP) for h in HOSTS} | {"node2": report("node2", env=RDMA)}
+    assert (
+        "RDMAOPS_HSDP=0"
+        in phases.plan(plan_args(c, reports=mixed))["plan"]["nodes"]["node1"]["files"]["job.env"]
+    )
+
+
+def test_a_forced_hsdp_or_another_strategy_is_said_so() -> None:
+    tcp = {h: report(h, env=TCP) for h in HOSTS}
+    forced = phases.plan(plan_args(checked(hsdp="off"), reports=tcp))["plan"]
+    assert "hsdp: strategy.fsdp2.hsdp is false (-e hsdp=auto follows the fabric)" in forced["notes"]
+    zero3 = phases.plan(plan_args(checked(overrides={"strategy.name": "zero3"}), reports=tcp))["plan"]
+    assert not any(n.startswith("hsdp:") for n in zero3["notes"])
+
+
+def test_plan_gives_each_node_its_launch_directory_and_the_unit_its_command() -> None:
+    c = checked(steps="40")
+    out = phases.plan(plan_args(c))
+    assert out["errors"] == []
+    p = out["plan"]
+    assert p["master"] == "node1" and p["master_addr"] == "10.255.0.1" and p["order"] == HOSTS
+    n3 = p["nodes"]["node3"]
+    assert n3["node_rank"] == 2 and n3["dir"] == "/shared/train/tiny/launch/node3"
+    assert set(n3["files"]) == {"launch.sh", "nccl.env", "job.env", "recipe.yaml"}
+    assert n3["files"]["recipe.yaml"] == c["recipe_text"]
+    job_env = n3["files"]["job.env"].splitlines()
+    digest = f"RDMAOPS_RECIPE_SHA256={c['recipe_sha256']}"
+    for line in ("MASTER_ADDR=10.255.0.1", "MASTER_PORT=29500", "RDMAOPS_NODE_RANK=2", digest,
+                 "RDMAOPS_TRAIN_WORKDIR=/shared/train/tiny"):  # fmt: skip
+        assert line in job_env
+    assert "GLOO_SOCKET_IFNAME=nodeaddr0" in n3["files"]["nccl.env"].splitlines()
+    assert n3["unit_argv"] == [
+        "/opt/rdmaops/venv/bin/python", "-I", "/shared/train/tiny/launch/node3/supervise.py",
+        "--events", "/var/log/rdmaops/train-tiny.events.jsonl", "--log", "/var/log/rdmaops/train-tiny.log",
+        "--", "/bin/bash", "/shared/train/tiny/launch/node3/launch.sh",
+    ]  # fmt: skip
+    assert n3["command"].endswith(
+        "--node-rank=2 --master-addr=10.255.0.1 --master-port=29500 --max-restarts=0 "
+        "-m rdmaops_trainer --recipe /shared/train/tiny/launch/node3/recipe.yaml"
+    )
+    unit_files = n3["unit_files"]
+    assert unit_files["/shared/train/tiny/launch/node3/supervise.py"].startswith(
+        "# GNU General Public License"
+    )
+    record = json.loads(unit_files["/shared/train/tiny/job.json"])
+    assert record["recipe_sha256"] == c["recipe_sha256"] and record["order"] == HOSTS
+    assert record["log_file"] == "/var/log/rdmaops/train-tiny.log" and record["launcher"] == "torchrun"
+
+
+def test_plan_takes_the_inventory_address_when_the_master_reports_none() -> None:
+    c = checked()
+    reports = {h: report(h) for h in HOSTS}
+    reports["node1"] = report("node1", address="", interfaces={})
+    p = phases.plan(plan_args(c, reports=reports))["plan"]
+    assert p["master_addr"] == "10.95.0.10"
+
+
+def test_plan_reports_every_preflight_problem_and_plans_nothing() -> None:
+    c = checked()
+    reports = {h: report(h) for h in HOSTS}
+    reports["node2"] = {"unreachable": True, "msg": "ssh: connect timed out\nmore"}
+    reports["node3"] = report("node3", listening=[], disk=["/shared", 1.0])
+    reports["node1"] = report("node1", listening=[29500])
+    out = phases.plan(plan_args(c, reports=reports))
+    assert "plan" not in out
+    assert any("node2: unreachable (ssh: connect timed out)" in e for e in out["errors"])
+    assert any("node3: 1.0 GB free" in e for e in out["errors"])
+    assert any("node1: rendezvous port 29500 is already in use" in e for e in out["errors"])
+
+
+def test_plan_for_slurm_writes_the_batch_script_on_the_resolved_recipe() -> None:
+    c = checked(launcher="slurm")
+    p = phases.plan(plan_args(c))["plan"]
+    assert p["slurm_job_name"] == "rdmaops-tiny" and p["batch_script"] == "/shared/train/tiny/tiny.sbatch"
+    text = p["batch_script_text"]
+    assert "  node1) MASTER_ADDR=10.255.0.1 ;;" in text
+    assert "--recipe /shared/train/tiny/recipe.yaml" in text
+    assert f"export RDMAOPS_RECIPE_SHA256={c['recipe_sha256']}" in text
+
+
+class Runner:
+    """An action plugin run as Ansible would (arguments checked by the spec, then the phase)."""
+
+    task: ClassVar[MagicMock]
+
+    @staticmethod
+    def run(plugin_class: type, **args: Any) -> dict[str, Any]:
+        task = MagicMock()
+        task.args = args
+        task.async_val = 0
+        task.check_mode = False
+        plugin = plugin_class(task, MagicMock(), PlayContext(), MagicMock(), MagicMock(), MagicMock())
+        return plugin.run(task_vars={})
+
+
+def test_the_action_plugins_fail_with_every_error_in_one_message() -> None:
+    out = Runner.run(CheckAction, **check_args(recipe="glm", job="a b"))
+    assert out["failed"] and "cluster.nodes: the recipe asks for 2 node(s)" in out["msg"]
+    c = Runner.run(CheckAction, **check_args())["plan"]
+    reports = {h: report(h) for h in HOSTS}
+    reports["node2"] = report("node2", venv={"path": "/opt/rdmaops/venv", "exists": False})
+    out = Runner.run(PlanAction, **plan_args(c, reports=reports))
+    assert out["failed"] and out["msg"].startswith(
+        "train preflight: 1 problem(s), nothing was launched: node2: no venv"
+    )
