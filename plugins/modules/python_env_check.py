@@ -1,0 +1,112 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: python_env_check
+short_description: Check the settings of the training venv before anything on a node is read or changed
+version_added: "0.1.0"
+description:
+  - The first phase of the rdmaops.cluster.python_env role (its C(tasks/validate.yml)); runs on the controller
+    (an action plugin) and changes nothing, also in check mode.
+  - Fails, with every error in one message each naming its value, when the venv path is not absolute or
+    ends in a slash, the profile is not V(auto), V(cpu) or V(cuda), a version is not of its form, the CUDA
+    variants are empty, the wheelhouse is not absolute, or a package is not pinned exactly (C(name==version)).
+author:
+  - Rdmaops Developers (@rdmaops)
+options:
+  path:
+    description: C(python_env_path), absolute, no trailing slash.
+    type: raw
+    required: true
+  profile:
+    description: C(python_env_profile), V(auto), V(cpu) or V(cuda).
+    type: raw
+    required: true
+  python_min:
+    description: C(python_env_python_min), like C(3.10).
+    type: raw
+    required: true
+  torch_version:
+    description: C(python_env_torch_version), like C(2.13.0).
+    type: raw
+    required: true
+  deepspeed_version:
+    description: C(python_env_deepspeed_version), like C(0.19.8).
+    type: raw
+    required: true
+  setuptools_version:
+    description: C(python_env_setuptools_version), dotted numbers.
+    type: raw
+    required: true
+  torch_cuda_variants:
+    description: C(python_env_torch_cuda_variants), a non-empty list.
+    type: raw
+    required: true
+  wheelhouse:
+    description: C(python_env_wheelhouse), absolute or empty.
+    type: raw
+    default: ""
+  packages:
+    description: C(python_env_packages) and C(python_env_extra_packages), each C(name==version).
+    type: raw
+    default: []
+attributes:
+  action:
+    description: Runs on the controller.
+    support: full
+  check_mode:
+    description: Reads and changes nothing; the same result in check mode.
+    support: full
+  diff_mode:
+    description: Nothing to compare.
+    support: none
+  platform:
+    description: The controller.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Check the settings
+  rdmaops.cluster.python_env_check:
+    path: /opt/rdmaops/venv
+    profile: auto
+    python_min: "3.10"
+    torch_version: 2.13.0
+    deepspeed_version: 0.19.8
+    setuptools_version: 84.2.1
+    torch_cuda_variants: [cu126, cu128, cu130]
+    packages: [numpy==2.4.6, PyYAML==6.0.3]
+"""
+
+RETURN = r"""
+errors:
+  description: Every error found, each naming its value; empty when the task succeeds.
+  returned: always
+  type: list
+  elements: str
+plan:
+  description: Empty; the plan needs the node (rdmaops.cluster.python_env_plan).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.phases import CHECK_ARGUMENT_SPEC
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=CHECK_ARGUMENT_SPEC, supports_check_mode=True)
+    # Reached only if the action plugin is bypassed: the check runs on the controller.
+    module.fail_json(
+        msg="python_env_check runs on the controller through its action plugin (rdmaops.cluster)"
+    )
+
+
+if __name__ == "__main__":
+    main()

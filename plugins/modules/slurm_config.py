@@ -1,0 +1,82 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: slurm_config
+short_description: Check slurm.conf is the same on every host and judge what its change asks of the daemons
+version_added: "0.1.0"
+description:
+  - The rdmaops.cluster.slurm role's phase after each host rendered slurm.conf from its own view of the
+    inventory; runs on the controller (an action plugin) and changes nothing, also in check mode.
+  - Fails naming the hosts whose file differs from the first host's (a C(slurm_) variable set per host).
+  - Plans per host C(restart) when a key the daemons do not re-read changed or nodes were added or removed (or
+    there is no slurm.conf yet), C(reconfigure) when only what C(scontrol reconfigure) re-reads changed (node
+    memory, partitions, timeouts), and C(none) when the file is the same.
+author:
+  - Rdmaops Developers (@rdmaops)
+options:
+  texts:
+    description: Host to the slurm.conf it rendered, in the order of the run's hosts.
+    type: dict
+    required: true
+  current:
+    description: Host to the slurm.conf it holds now; null or missing where it has none.
+    type: dict
+    default: {}
+attributes:
+  action:
+    description: Runs on the controller.
+    support: full
+  check_mode:
+    description: Reads and changes nothing; the same result in check mode.
+    support: full
+  diff_mode:
+    description: Nothing to compare.
+    support: none
+  platform:
+    description: The controller.
+    support: full
+    platforms: posix
+"""
+
+EXAMPLES = r"""
+- name: Check slurm.conf is the same everywhere and judge the change
+  rdmaops.cluster.slurm_config:
+    texts: "{{ dict(hosts | zip(hosts | map('extract', hostvars, 'conf_text'))) }}"
+    current: "{{ dict(hosts | zip(hosts | map('extract', hostvars, ['slurm_node', 'conf']))) }}"
+  vars:
+    hosts: "{{ ansible_play_hosts }}"
+  run_once: true
+  register: slurm_config
+"""
+
+RETURN = r"""
+errors:
+  description: The hosts whose slurm.conf would differ, in one message; empty when the task succeeds.
+  returned: always
+  type: list
+  elements: str
+plan:
+  description: C(actions), host to C(action) (V(restart), V(reconfigure) or V(none)) and C(why).
+  returned: always
+  type: dict
+  sample: {actions: {node1: {action: reconfigure, why: ["node node2 changed"]}}}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phases import CONFIG_ARGUMENT_SPEC
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=CONFIG_ARGUMENT_SPEC, supports_check_mode=True)
+    # Reached only if the action plugin is bypassed: the comparison needs every host's file at once.
+    module.fail_json(msg="slurm_config runs on the controller through its action plugin (rdmaops.cluster)")
+
+
+if __name__ == "__main__":
+    main()
