@@ -10,8 +10,7 @@ module: lab_check
 short_description: Check a local virtual cluster (lab) instance's settings and host, and plan its network
 version_added: "0.1.0"
 description:
-  - The first phase of the rdmaops.cluster.lab role (its C(tasks/validate.yml)); runs on the controller, which
-    is the lab's host (an action plugin), and changes nothing, also in check mode.
+  - The rdmaops.cluster.lab role's C(tasks/validate.yml); the controller is the lab's host.
   - Fails, with every error in one message each naming its value, on a bad state, instance name, node count,
     topology, node prefix, management CIDR, inventory directory or cache and run directories; when it does
     not run as root on the local machine; when O(state=present) and the management CIDR is not a network,
@@ -91,20 +90,8 @@ options:
   code_root:
     description: The collection's root, whose C(roles/lab) and C(plugins) are digested; none without it.
     type: path
-attributes:
-  action:
-    description: Runs on the controller, the lab's host.
-    support: full
-  check_mode:
-    description: Changes nothing; the same result in check mode.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: Linux with iproute2.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""
@@ -127,7 +114,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Every error found, each naming its value; empty when the task succeeds.
+  description: Every bad setting or host problem, each naming its value; empty when the task succeeds.
   returned: always
   type: list
   elements: str

@@ -7,11 +7,10 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: python_env_check
-short_description: Check the settings of the training venv before anything on a node is read or changed
+short_description: Check the settings of the training venv before a node is read or changed
 version_added: "0.1.0"
 description:
-  - The first phase of the rdmaops.cluster.python_env role (its C(tasks/validate.yml)); runs on the controller
-    (an action plugin) and changes nothing, also in check mode.
+  - The rdmaops.cluster.python_env role's C(tasks/validate.yml), before the node is read.
   - Fails, with every error in one message each naming its value, when the venv path is not absolute or
     ends in a slash, the profile is not V(auto), V(cpu) or V(cuda), a version is not of its form, the CUDA
     variants are empty, the wheelhouse is not absolute, or a package is not pinned exactly (C(name==version)).
@@ -54,24 +53,12 @@ options:
     description: C(python_env_packages) and C(python_env_extra_packages), each C(name==version).
     type: raw
     default: []
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Reads and changes nothing; the same result in check mode.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""
-- name: Check the settings
+- name: Check the venv's settings
   rdmaops.cluster.python_env_check:
     path: /opt/rdmaops/venv
     profile: auto
@@ -85,7 +72,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Every error found, each naming its value; empty when the task succeeds.
+  description: Every bad setting or unpinned package, each naming its value; empty when the task succeeds.
   returned: always
   type: list
   elements: str

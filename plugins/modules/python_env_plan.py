@@ -11,8 +11,7 @@ short_description: Check a node for the training venv and plan its profile, torc
 version_added: "0.1.0"
 description:
   - The rdmaops.cluster.python_env role's phase after it read the node (its interpreter, the wheelhouse,
-    C(/sys/module/nvidia/version), C(dpkg-query) and the venv's distributions); runs on the controller (an
-    action plugin) and changes nothing, also in check mode.
+    C(/sys/module/nvidia/version), C(dpkg-query) and the venv's distributions), before anything is installed.
   - Fails, with every error in one message each naming the node and the value, when the interpreter cannot
     be run or is older than O(python_min), the wheelhouse is not a directory there, the V(cuda) profile finds
     no NVIDIA driver loaded, or the driver is older than every CUDA build of O(torch_cuda_variants).
@@ -117,20 +116,8 @@ options:
     type: list
     elements: raw
     default: []
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Reads nothing on the node and changes nothing; the same result in check mode.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

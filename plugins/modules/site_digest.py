@@ -35,20 +35,8 @@ options:
     type: list
     elements: str
     default: [roles, plugins, playbooks, files]
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Reads and changes nothing; the same result in check mode.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

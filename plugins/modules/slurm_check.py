@@ -10,8 +10,7 @@ module: slurm_check
 short_description: Check the Slurm inventory and settings of a run before a node is read or changed
 version_added: "0.1.0"
 description:
-  - The first phase of the rdmaops.cluster.slurm role (its C(tasks/validate.yml)); runs on the controller
-    (an action plugin) and changes nothing, also in check mode.
+  - The rdmaops.cluster.slurm role's C(tasks/validate.yml), before any node is read.
   - Fails, with every error in one message each naming its value, when the controller group is empty, holds
     two or more hosts or its host is left out of the run (C(--limit)); when there is no compute node, one is
     not an inventory host or is left out of the run; when a partition lacks a name or group, names a missing
@@ -68,20 +67,8 @@ options:
     description: C(slurm_cluster_name), 1-40 lower-case letters, digits, C(_) and C(-).
     type: raw
     required: true
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Reads and changes nothing; the same result in check mode.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""
@@ -103,7 +90,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Every error found, each naming its value; empty when the task succeeds.
+  description: Every inventory or settings error, each naming its value; empty when the task succeeds.
   returned: always
   type: list
   elements: str

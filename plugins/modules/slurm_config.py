@@ -11,7 +11,7 @@ short_description: Check slurm.conf is the same on every host and judge what its
 version_added: "0.1.0"
 description:
   - The rdmaops.cluster.slurm role's phase after each host rendered slurm.conf from its own view of the
-    inventory; runs on the controller (an action plugin) and changes nothing, also in check mode.
+    inventory, before any file is written.
   - Fails naming the hosts whose file differs from the first host's (a C(slurm_) variable set per host).
   - Plans per host C(restart) when a key the daemons do not re-read changed or nodes were added or removed (or
     there is no slurm.conf yet), C(reconfigure) when only what C(scontrol reconfigure) re-reads changed (node
@@ -27,20 +27,8 @@ options:
     description: Host to the slurm.conf it holds now; null or missing where it has none.
     type: dict
     default: {}
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Reads and changes nothing; the same result in check mode.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

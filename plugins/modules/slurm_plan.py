@@ -10,8 +10,8 @@ module: slurm_plan
 short_description: Check what each Slurm node declares against what it has, and plan slurm.conf and gres.conf
 version_added: "0.1.0"
 description:
-  - The rdmaops.cluster.slurm role's phase after it read every node (module rdmaops.cluster.slurm_node_info);
-    runs on the controller (an action plugin) and changes nothing, also in check mode.
+  - The rdmaops.cluster.slurm role's phase after it read every node (module
+    rdmaops.cluster.slurm_node_info), and again after a first install gave C(slurmd -C)'s hardware.
   - Fails, with every error in one message each naming host and value, when a node declares more memory
     (C(slurm_real_memory)) than it has or more GPUs (C(slurm_gpus)) than C(nvidia-smi -L) lists, when a
     declared value is not a whole number, when two hosts are the same node (one C(slurmd -C) hostname), and
@@ -58,20 +58,8 @@ options:
     description: Slurm's version, as numbers (for the comment in slurm.conf).
     type: list
     elements: int
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: Reads and changes nothing; the same result in check mode.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: The controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

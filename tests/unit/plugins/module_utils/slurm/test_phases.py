@@ -9,6 +9,8 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import phases
 
+from .test_config import HW
+
 HOSTS = ["node1", "node2", "node3"]
 GROUPS = {"all": HOSTS, "cluster": HOSTS, "slurm_controller": ["node1"], "switches": ["sw1"]}
 TRAIN = [{"name": "train", "group": "cluster", "default": True}]
@@ -73,14 +75,6 @@ def test_check_reports_every_error_at_once() -> None:
     assert len(errors) == 3
 
 
-HW = {
-    "CPUs": 2,
-    "Boards": 1,
-    "SocketsPerBoard": 1,
-    "CoresPerSocket": 2,
-    "ThreadsPerCore": 1,
-    "RealMemory": 24036,
-}
 CONTAINER = {
     "usable": False,
     "why": "the node is a container (systemd-nspawn): its cgroups belong to the host",
@@ -89,7 +83,7 @@ CONTAINER = {
 
 def _summary(host: str, **over: Any) -> dict[str, Any]:
     node: dict[str, Any] = {
-        "hardware": {"NodeName": host, **HW},
+        "hardware": {**HW, "NodeName": host},
         "memory_mib": 24036,
         "gpus": 0,
         "gpu_files": [],
