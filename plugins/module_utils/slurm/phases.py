@@ -113,8 +113,8 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
         },
         "version": list(version) if version else None,
         "use_cgroup": p["cgroup"] == "true"
-        or (p["cgroup"] == "auto" and all(c.get("usable") for _, c in cgroups)),
-        "cgroup_why": "; ".join(dict.fromkeys(str(c.get("why")) for _, c in cgroups)),
+        or (p["cgroup"] == "auto" and all(c.get("usable") for c in dict(cgroups).values())),
+        "cgroup_why": "; ".join(dict.fromkeys(str(c.get("why")) for c in dict(cgroups).values())),
         "nodes": [],
         "node_lines": [],
         "partition_lines": [],
