@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import check
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import phase
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "lab_check"
-    ARGUMENT_SPEC = check.ARGUMENT_SPEC
-    PHASE = check.check
+    ARGUMENT_SPEC = phase.ARGUMENT_SPEC
+    PHASE = phase.check

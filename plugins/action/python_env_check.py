@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env import phase
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "python_env_check"
-    ARGUMENT_SPEC = phases.CHECK_ARGUMENT_SPEC
-    PHASE = phases.check
+    ARGUMENT_SPEC = phase.CHECK_ARGUMENT_SPEC
+    PHASE = phase.check

@@ -4,11 +4,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env import phase
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "python_env_plan"
-    ARGUMENT_SPEC = phases.PLAN_ARGUMENT_SPEC
-    PHASE = phases.plan
+    ARGUMENT_SPEC = phase.PLAN_ARGUMENT_SPEC
+    PHASE = phase.plan

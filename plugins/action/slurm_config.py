@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import phase
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "slurm_config"
-    ARGUMENT_SPEC = phases.CONFIG_ARGUMENT_SPEC
-    PHASE = phases.config
+    ARGUMENT_SPEC = phase.CONFIG_ARGUMENT_SPEC
+    PHASE = phase.config

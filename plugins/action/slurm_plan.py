@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import phase
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "slurm_plan"
-    ARGUMENT_SPEC = phases.PLAN_ARGUMENT_SPEC
-    PHASE = phases.plan
+    ARGUMENT_SPEC = phase.PLAN_ARGUMENT_SPEC
+    PHASE = phase.plan

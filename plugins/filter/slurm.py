@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Slurm filters (docs: the .yml files beside this one); logic: module_utils/slurm/config.py. The slurm role's
-checks and plans are its phases (module_utils/slurm/phases.py), not filters."""
+checks and plans are its phases (module_utils/slurm/phase.py), not filters."""
 
 from __future__ import annotations
 

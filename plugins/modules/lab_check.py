@@ -134,15 +134,12 @@ plan:
       type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.check import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.phase import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the check runs on the controller.
-    module.fail_json(msg="lab_check runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("lab_check", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

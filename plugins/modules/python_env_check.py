@@ -82,17 +82,12 @@ plan:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.phases import CHECK_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
+from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.phase import CHECK_ARGUMENT_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=CHECK_ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the check runs on the controller.
-    module.fail_json(
-        msg="python_env_check runs on the controller through its action plugin (rdmaops.cluster)"
-    )
+    refuse_without_action("python_env_check", CHECK_ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

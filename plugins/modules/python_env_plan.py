@@ -188,15 +188,12 @@ plan:
       type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.phases import PLAN_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
+from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.phase import PLAN_ARGUMENT_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=PLAN_ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the plan reads the trainer source on the controller.
-    module.fail_json(msg="python_env_plan runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("python_env_plan", PLAN_ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

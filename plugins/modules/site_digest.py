@@ -56,15 +56,12 @@ digest:
   sample: 9f2c1e0b7d4a...
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 from ansible_collections.rdmaops.cluster.plugins.module_utils.site.stamp import DIGEST_ARGUMENT_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=DIGEST_ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the hosts' variables are the controller's.
-    module.fail_json(msg="site_digest runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("site_digest", DIGEST_ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

@@ -101,15 +101,12 @@ plan:
   sample: {controller: node1, cgroup: auto}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phases import CHECK_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import CHECK_ARGUMENT_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=CHECK_ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the check needs the controller's view of the inventory.
-    module.fail_json(msg="slurm_check runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("slurm_check", CHECK_ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

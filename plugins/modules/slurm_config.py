@@ -55,15 +55,12 @@ plan:
   sample: {actions: {node1: {action: reconfigure, why: ["node node2 changed"]}}}
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phases import CONFIG_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import CONFIG_ARGUMENT_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=CONFIG_ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the comparison needs every host's file at once.
-    module.fail_json(msg="slurm_config runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("slurm_config", CONFIG_ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

@@ -125,15 +125,12 @@ plan:
       sample: ["NodeName=node1 Name=gpu File=/dev/nvidia0"]
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phases import PLAN_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import PLAN_ARGUMENT_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=PLAN_ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the plan needs every node's facts at once.
-    module.fail_json(msg="slurm_plan runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("slurm_plan", PLAN_ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env import phase
 
 SETTINGS: dict[str, Any] = {
     "path": "/opt/rdmaops/venv",
@@ -24,7 +24,7 @@ SETTINGS: dict[str, Any] = {
 
 
 def test_check_passes_the_defaults() -> None:
-    assert phases.check(SETTINGS) == {"errors": [], "plan": {}}
+    assert phase.check(SETTINGS) == {"errors": [], "plan": {}}
 
 
 @pytest.mark.parametrize(
@@ -47,12 +47,12 @@ def test_check_passes_the_defaults() -> None:
     ],
 )
 def test_check_names_each_bad_value(key: str, value: Any, wanted: str) -> None:
-    errors = phases.check({**SETTINGS, key: value})["errors"]
+    errors = phase.check({**SETTINGS, key: value})["errors"]
     assert any(wanted in e for e in errors), errors
 
 
 def test_check_reports_every_bad_value_and_unpinned_package() -> None:
-    errors = phases.check({**SETTINGS, "profile": "gpu", "packages": ["a", "b==1", "c"]})["errors"]
+    errors = phase.check({**SETTINGS, "profile": "gpu", "packages": ["a", "b==1", "c"]})["errors"]
     assert len(errors) == 3 and "'a'" in errors[1] and "'c'" in errors[2]
 
 
@@ -86,7 +86,7 @@ def _plan(**over: Any) -> dict[str, Any]:
         "trainer_tree": [],
     }
     args.update(over)
-    return phases.plan(args)
+    return phase.plan(args)
 
 
 def test_plan_cpu_where_no_driver_is_loaded_on_a_fresh_node() -> None:

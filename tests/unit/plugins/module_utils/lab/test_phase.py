@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import check
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import phase
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import plan as lab_plan
 
 ROOT = Path(__file__).resolve().parents[5]
@@ -38,7 +38,7 @@ def _check(**over: Any) -> dict[str, Any]:
         "code_root": None,
     }
     args.update(over)
-    return check.check(args)
+    return phase.check(args)
 
 
 def test_plans_the_network_as_lab_fabric_does() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import phase
 
 from .test_config import HW
 
@@ -31,7 +31,7 @@ def _check(**over: Any) -> dict[str, Any]:
         "cluster_name": "rdmaops",
     }
     args.update(over)
-    return phases.check(args)
+    return phase.check(args)
 
 
 def test_check_passes_the_lab_inventory_and_names_the_controller() -> None:
@@ -107,7 +107,7 @@ def _plan(hosts: dict[str, dict[str, Any]] | None = None, **over: Any) -> dict[s
         "version": [22, 5, 8],
     }
     args.update(over)
-    return phases.plan(args)
+    return phase.plan(args)
 
 
 def test_plan_of_the_lab_nodes() -> None:
@@ -184,7 +184,7 @@ CONF = "ClusterName=rdmaops\nProctrackType=proctrack/linuxproc\nNodeName=node1 C
 
 def test_config_judges_each_host_and_refuses_a_file_that_differs() -> None:
     lower = CONF.replace("24036", "20000")
-    out = phases.config(
+    out = phase.config(
         {"texts": {h: lower for h in HOSTS}, "current": {"node1": CONF, "node2": lower, "node3": None}}
     )
     assert out["errors"] == []
@@ -193,7 +193,7 @@ def test_config_judges_each_host_and_refuses_a_file_that_differs() -> None:
     assert actions["node2"]["action"] == "none"
     assert actions["node3"] == {"action": "restart", "why": ["no slurm.conf yet"]}
     texts = {"node1": CONF, "node2": CONF.replace("rdmaops", "other"), "node3": lower}
-    (err,) = phases.config({"texts": texts, "current": {}})["errors"]
+    (err,) = phase.config({"texts": texts, "current": {}})["errors"]
     assert err == (
         "slurm.conf would differ on node2, node3 from node1's: a slurm_ variable set per host (host_vars) "
         "that must be the same for the cluster?"
