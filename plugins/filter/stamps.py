@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that let roles skip work on a no-change run (docs: the .yml files beside this one)."""
+"""Filters that let roles skip work on a no-change run (docs: the .yml files beside this one); logic:
+module_utils/site/digests.py."""
 
 from __future__ import annotations
 
@@ -20,19 +21,6 @@ def tree_digest(tree: Any) -> str:
         raise AnsibleFilterError(str(exc)) from exc
 
 
-def unmet_requirements(requirements: Any, installed: Any) -> list[str]:
-    if isinstance(requirements, str):
-        requirements = [requirements]
-    if not isinstance(installed, dict):
-        raise AnsibleFilterError(
-            f"unmet_requirements: installed must be a mapping, got {type(installed).__name__}"
-        )
-    try:
-        return stamps.unmet_requirements(requirements, installed)
-    except stamps.StampError as exc:
-        raise AnsibleFilterError(str(exc)) from exc
-
-
 def missing_packages(wanted: Any, dpkg_lines: Any) -> list[str]:
     if isinstance(wanted, str):
         wanted = [wanted]
@@ -48,6 +36,5 @@ class FilterModule:
     def filters(self) -> dict[str, Callable[..., Any]]:
         return {
             "tree_digest": tree_digest,
-            "unmet_requirements": unmet_requirements,
             "missing_packages": missing_packages,
         }

@@ -32,7 +32,7 @@ options:
     default: check
   digest:
     description:
-      - Digest of the inputs of the run (filter rdmaops.cluster.inventory_digest).
+      - Digest of the inputs of the run (module rdmaops.cluster.site_digest).
     type: str
     required: true
   watch:
@@ -65,13 +65,13 @@ notes:
 EXAMPLES = r"""
 - name: Compare each node with its last converge
   rdmaops.cluster.site_stamp:
-    digest: "{{ rdmaops_site_digest }}"
+    digest: "{{ rdmaops_site_digest.digest }}"
   register: site_check
 
 - name: Record the converge
   rdmaops.cluster.site_stamp:
     state: present
-    digest: "{{ rdmaops_site_digest }}"
+    digest: "{{ rdmaops_site_digest.digest }}"
     watch:
       slurm:
         files: [/etc/slurm/slurm.conf]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
@@ -13,6 +12,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import (
     LabError,
     LabPlan,
     NodePlan,
+    cidr_conflicts,
     fabric_alias,
     fabric_bridge,
     fabric_host_ifname,
@@ -37,16 +37,10 @@ class Fabric:
 
     def check_cidr_free(self) -> None:
         """Fail when another interface (another instance, a real network) has an address in the CIDR."""
-        net = ipaddress.IPv4Network(self.plan.mgmt_cidr)
-        own = mgmt_bridge(self.plan.lab)
-        for entry in self.host.ip_json(["-4", "addr", "show"]):
-            for addr in entry.get("addr_info", []):
-                iface = ipaddress.IPv4Interface(f"{addr['local']}/{addr['prefixlen']}")
-                if entry.get("ifname") != own and iface.network.overlaps(net):
-                    raise LabError(
-                        f"management CIDR {net} overlaps {iface} on host interface {entry.get('ifname')}"
-                        " (another lab instance or a real network): choose another lab_mgmt_cidr"
-                    )
+        addresses = self.host.ip_json(["-4", "addr", "show"])
+        conflicts = cidr_conflicts(self.plan.lab, self.plan.mgmt_cidr, addresses)
+        if conflicts:
+            raise LabError(conflicts[0])
 
     def apply(self) -> None:
         h, plan = self.host, self.plan

@@ -222,3 +222,25 @@ def node_of_host_link(lab: str, link: dict[str, Any]) -> str | None:
     if len(parts) >= 3 and parts[0] == lab and parts[1] in ("mgmt", "fabric"):
         return parts[2]
     return None
+
+
+def cidr_conflicts(lab: str, mgmt_cidr: str, addresses: list[dict[str, Any]]) -> list[str]:
+    """Host interfaces other than the instance's own bridge with an address in its management CIDR.
+
+    ``addresses`` is ``ip -j -4 addr show``'s output: another lab instance or a real network there would
+    take the nodes' traffic or lose its own.
+    """
+    net = ipaddress.IPv4Network(mgmt_cidr)
+    own = mgmt_bridge(lab)
+    out = []
+    for entry in addresses:
+        for addr in entry.get("addr_info", []):
+            if addr.get("family", "inet") != "inet":
+                continue
+            iface = ipaddress.IPv4Interface(f"{addr['local']}/{addr['prefixlen']}")
+            if entry.get("ifname") != own and iface.network.overlaps(net):
+                out.append(
+                    f"management CIDR {net} overlaps {iface} on host interface {entry.get('ifname')}"
+                    " (another lab instance or a real network): choose another lab_mgmt_cidr"
+                )
+    return out

@@ -1,8 +1,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What lets a no-change run skip work: a digest of a source tree, and the pins a venv does not meet yet.
 
-Both run on the controller (through filters) on data that is cheap to get from a node: a stamp file's
-content, and ``importlib.metadata``'s name -> version map of a venv (no pip run, no resolution).
+They run on the controller (through the filters tree_digest and missing_packages, and python_env's plan) on
+data that is cheap to get from a node: a stamp file's content, ``dpkg-query``'s status lines, and
+``importlib.metadata``'s name -> version map of a venv (no pip run, no resolution).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """site.yml's fast path: is every node still as its last converge left it, with the same inputs?
 
-Two halves. On the controller (filters): a digest of every host's inventory variables (as written, not
-templated), the extra vars and the collection's code. On the node (module rdmaops.cluster.site_stamp): what
-the roles manage, observed (file digests, service states, installed packages, venv distributions, data-port
-addresses, kernel and GPU driver), recorded at the end of a converge and compared on the next run.
+Two halves. On the controller (module rdmaops.cluster.site_digest): a digest of every host's inventory
+variables (as written, not templated), the extra vars and the collection's code. On the node (module
+rdmaops.cluster.site_stamp): what the roles manage, observed (file digests, service states, installed
+packages, venv distributions, data-port addresses, kernel and GPU driver), recorded at the end of a converge
+and compared on the next run.
 """
 
 from __future__ import annotations
@@ -119,6 +120,21 @@ def source_digest(root: str | Path, parts: Iterable[str]) -> str:
             data = path.read_bytes()
             h.update(str(rel).encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
     return h.hexdigest()
+
+
+# site_digest: the first task of site.yml (its action plugin reads the hosts' variables as written).
+DIGEST_ARGUMENT_SPEC: dict[str, Any] = {
+    "hosts": {"type": "list", "elements": "str", "required": True},
+    "code_root": {"type": "path", "required": True},
+    "code_parts": {"type": "list", "elements": "str", "default": ["roles", "plugins", "playbooks", "files"]},
+}
+
+
+def run_digest(
+    hosts: Mapping[str, Mapping[str, Any]], code_root: str | Path, code_parts: Iterable[str]
+) -> str:
+    """The digest of a run's inputs: every host's variables and the collection's code under ``code_root``."""
+    return inventory_digest(hosts, source_digest(code_root, code_parts))
 
 
 def check_watch(watch: Any) -> dict[str, dict[str, list[str]]]:

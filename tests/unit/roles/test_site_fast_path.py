@@ -33,7 +33,8 @@ def _node_plays() -> list[dict[str, Any]]:
 def test_the_digest_is_the_first_task_of_the_run() -> None:
     # a task before it would register or set variables, which are host variables too (with timings)
     first = SITE[0]["tasks"][0]
-    assert "rdmaops_site_digest" in first["ansible.builtin.set_fact"]
+    assert "rdmaops.cluster.site_digest" in first and first["register"] == "rdmaops_site_digest"
+    assert first["run_once"] is True
     assert not SITE[0].get("gather_facts") and not SITE[0].get("roles")
 
 

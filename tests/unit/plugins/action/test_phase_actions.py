@@ -3,24 +3,38 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
+import yaml
 from ansible.errors import AnsibleActionFail
 from ansible.playbook.play_context import PlayContext
 
-ACTIONS = ["switch_qos_check", "nccl_env_check", "nccl_env_plan", "nccl_mesh_plugin_check", "rdma_check"]
+ACTIONS = [
+    "switch_qos_check",
+    "nccl_env_check",
+    "nccl_env_plan",
+    "nccl_mesh_plugin_check",
+    "rdma_check",
+    "slurm_check",
+    "slurm_plan",
+    "slurm_config",
+    "python_env_check",
+    "python_env_plan",
+    "lab_check",
+]
 
 
-def run(name: str, **args: Any) -> dict[str, Any]:
+def run(name: str, task_vars: dict[str, Any] | None = None, **args: Any) -> dict[str, Any]:
     module = importlib.import_module(f"ansible_collections.rdmaops.cluster.plugins.action.{name}")
     task = MagicMock()
     task.args = args
     task.async_val = 0
     task.check_mode = False
     plugin = module.ActionModule(task, MagicMock(), PlayContext(), MagicMock(), MagicMock(), MagicMock())
-    return plugin.run(task_vars={})
+    return plugin.run(task_vars=task_vars or {})
 
 
 @pytest.mark.parametrize("name", ACTIONS)
@@ -72,3 +86,34 @@ def test_rdma_check_plans_the_nic_qos_numbers() -> None:
 def test_a_bad_argument_type_is_one_line_naming_the_plugin() -> None:
     with pytest.raises(AnsibleActionFail, match=r"^nccl_env_plan: .*ports"):
         run("nccl_env_plan", transport="tcp", socket_ifname="eth0", ports="mlx5_0", files=[{"dest": "/x"}])
+
+
+def test_slurm_config_plans_each_host() -> None:
+    out = run("slurm_config", texts={"node1": "ClusterName=a\n"}, current={"node1": "ClusterName=a\n"})
+    assert not out.get("failed") and out["plan"] == {"actions": {"node1": {"action": "none", "why": []}}}
+
+
+class FakeHostvars(dict[str, Any]):
+    """ansible's HostVars: raw_get gives a host's variables untemplated (a lookup there would fail)."""
+
+    def raw_get(self, name: str) -> Any:
+        return self.get(name)  # ansible: a marker of an undefined host, not a mapping
+
+
+def test_site_digest_reads_raw_variables_and_the_code(tmp_path: Path) -> None:
+    doc = importlib.import_module("ansible_collections.rdmaops.cluster.plugins.modules.site_digest")
+    assert set(yaml.safe_load(doc.DOCUMENTATION)["options"]) == set(doc.DIGEST_ARGUMENT_SPEC)
+    (tmp_path / "roles").mkdir()
+    (tmp_path / "roles" / "main.yml").write_text("x: 1\n")
+    hv = {"hostvars": FakeHostvars(n1={"x": "{{ undefined_until_facts }}"}, n2={"x": 1})}
+    args: dict[str, Any] = {"hosts": ["n1", "n2"], "code_root": str(tmp_path), "code_parts": ["roles"]}
+    first = run("site_digest", hv, **args)
+    assert first["changed"] is False and len(first["digest"]) == 64
+    assert run("site_digest", hv, **{**args, "hosts": ["n2", "n1"]})["digest"] == first["digest"]
+    assert run("site_digest", hv, **{**args, "hosts": ["n1"]})["digest"] != first["digest"]
+    (tmp_path / "roles" / "main.yml").write_text("x: 2\n")
+    assert run("site_digest", hv, **args)["digest"] != first["digest"]
+    with pytest.raises(AnsibleActionFail, match="no variables for host 'n9'"):
+        run("site_digest", hv, **{**args, "hosts": ["n9"]})
+    with pytest.raises(AnsibleActionFail, match="does not exist"):
+        run("site_digest", hv, **{**args, "code_parts": ["nope"]})

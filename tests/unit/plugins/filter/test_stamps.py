@@ -1,4 +1,5 @@
-"""tree_digest and unmet_requirements: how python_env and nccl_mesh_plugin skip work on a no-change run."""
+"""tree_digest and missing_packages: how nccl_mesh_plugin and the roles that install packages skip work on a
+no-change run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from ansible_collections.rdmaops.cluster.plugins.filter.stamps import FilterModu
 ROOT = Path(__file__).resolve().parents[4]
 FILTERS = FilterModule().filters()
 digest = FILTERS["tree_digest"]
-unmet = FILTERS["unmet_requirements"]
 
 
 def test_filters_have_doc_files() -> None:
@@ -80,40 +80,6 @@ def test_tree_digest_refuses_two_files_of_one_name(tmp_path: Path) -> None:
         (tmp_path / d / "same.c").write_text(d)
     with pytest.raises(AnsibleFilterError, match=r"'same\.c' appears twice"):
         digest([str(tmp_path / "a" / "same.c"), str(tmp_path / "b" / "same.c")])
-
-
-INSTALLED = {
-    "torch": "2.13.0+cpu",
-    "PyYAML": "6.0.3",
-    "numpy": "2.4.6",
-    "rdmaops-trainer": "0.1.0",
-    "odd": "x.y",
-}
-
-
-@pytest.mark.parametrize(
-    ("wanted", "left"),
-    [
-        (["torch==2.13.0+cpu", "pyyaml==6.0.3", "numpy==2.4.6"], []),
-        (["torch==2.13.0"], []),  # pip: a pin without a local label accepts +cpu
-        (["torch==2.13.0+cu130"], ["torch==2.13.0+cu130"]),  # another build of the same version
-        (["numpy==2.4.7", "py_yaml==6.0.3"], ["numpy==2.4.7", "py_yaml==6.0.3"]),
-        (["rdmaops_trainer"], []),  # PEP 503 names, no specifier: present is enough
-        (["deepspeed==0.19.8"], ["deepspeed==0.19.8"]),  # missing (pip uninstall deepspeed on the node)
-        (["numpy>=2,<3"], []),
-        (["odd==1.0"], ["odd==1.0"]),  # an unparseable installed version never matches
-        ("numpy==2.4.6", []),
-    ],
-)
-def test_unmet_requirements(wanted: list[str], left: list[str]) -> None:
-    assert unmet(wanted, INSTALLED) == left
-
-
-def test_unmet_requirements_names_bad_input() -> None:
-    with pytest.raises(AnsibleFilterError, match=r"'==2\.0' is not a requirement"):
-        unmet(["==2.0"], INSTALLED)
-    with pytest.raises(AnsibleFilterError, match="installed must be a mapping"):
-        unmet(["torch"], ["torch"])
 
 
 missing = FILTERS["missing_packages"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.rdmaops.cluster.plugins.filter.torch_cuda_variant import (
-    FilterModule,
+from ansible_collections.rdmaops.cluster.plugins.filter.torch_cuda_variant import FilterModule
+from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.torch_build import (
     driver_version,
     variant_cuda,
 )

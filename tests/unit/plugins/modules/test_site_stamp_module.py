@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from ansible_collections.rdmaops.cluster.plugins.filter.site import FilterModule
 from ansible_collections.rdmaops.cluster.plugins.modules import site_stamp
 
 from ..conftest import RunModule
@@ -45,20 +41,3 @@ def test_bad_watch_is_named(run_module: RunModule, tmp_path: Path) -> None:
     )
     assert out["failed"] is True and "unknown kind 'file'" in out["msg"]
     assert not (tmp_path / "s").exists()
-
-
-class FakeHostvars(dict):
-    """ansible's HostVars: raw_get gives a host's variables untemplated."""
-
-    def raw_get(self, name: str) -> Any:
-        return self[name]
-
-
-def test_inventory_digest_filter_reads_raw_variables() -> None:
-    digest = FilterModule().filters()["inventory_digest"]
-    hv = FakeHostvars(n1={"x": "{{ undefined_until_facts }}"}, n2={"x": 1})
-    first = digest(hv, ["n1", "n2"], "code")
-    assert len(first) == 64 and digest(hv, ["n2", "n1"], "code") == first
-    assert digest(hv, ["n1"], "code") != first
-    with pytest.raises(Exception, match="must be a list"):
-        digest(hv, "n1", "code")
