@@ -7,11 +7,14 @@ node prints: ifname, address, addr_info with family and local), as tasks/interfa
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
 import pytest
+from ansible.parsing.dataloader import DataLoader
 from ansible.playbook.play_context import PlayContext
+from ansible.template import Templar, trust_as_template
 
 from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_check import ActionModule
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
@@ -255,3 +258,30 @@ def test_the_action_fails_with_every_error_in_one_message() -> None:
     assert "prefix 32 is too long" in out["msg"]
     ok = run_action(inventory(lab_mesh(3)))
     assert not ok.get("failed") and ok["plan"]["node_address"] == "10.255.0.1" and ok["changed"] is False
+
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
+
+
+def render(host: str, plan: dict[str, Any]) -> str:
+    """The role's templates/netplan.yaml.j2, rendered by Ansible's own templar."""
+    source = (
+        Path(__file__).resolve().parents[5] / "roles/mesh_network/templates/netplan.yaml.j2"
+    ).read_text()
+    templar = Templar(
+        loader=DataLoader(),
+        variables={
+            "inventory_hostname": host,
+            "mesh_network_topology": "mesh",
+            "mesh_network_plan": plan,
+        },
+    )
+    return str(templar.template(trust_as_template(source)))
+
+
+@pytest.mark.parametrize("host", ["node1", "node2", "node3"])
+def test_the_3_node_lab_gets_byte_identical_netplan_files(host: str) -> None:
+    params = inventory(lab_mesh(3))
+    out = mc.check({**params, "host": host, "ports": lab_mesh(3)[host]})
+    assert out["errors"] == []
+    assert render(host, out["plan"]) == (FIXTURES / f"netplan_{host}_mesh3_main.yaml.txt").read_text()
