@@ -95,20 +95,8 @@ options:
     type: list
     elements: str
     default: []
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: The same refusals and plan in check mode.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: Any controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 notes:
   - The rules are plain functions in C(plugins/module_utils/mesh/) (check, cabling, addressing, safety).
 """

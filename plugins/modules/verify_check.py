@@ -47,20 +47,8 @@ options:
     description: C(mesh_network_topology) of the inventory.
     type: raw
     default: ""
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: The same answer in check mode; it changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: Any controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

@@ -37,20 +37,8 @@ options:
     description: The sysfs root the ports were read from (for messages).
     type: str
     default: /sys
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: The same answer in check mode; it changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: Any controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

@@ -51,20 +51,8 @@ options:
     description: Text of the NCCL environment file (nccl_env role), empty when there is none.
     type: str
     default: ""
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: The same answer in check mode; it changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: Any controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

@@ -35,20 +35,8 @@ options:
     description: Node to what it said (C(env), C(links), C(ports), C(dcb)).
     type: dict
     default: {}
-attributes:
-  action:
-    description: Runs on the controller.
-    support: full
-  check_mode:
-    description: The same answer in check mode; it changes nothing.
-    support: full
-  diff_mode:
-    description: Nothing to compare.
-    support: none
-  platform:
-    description: Any controller.
-    support: full
-    platforms: posix
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
 """
 
 EXAMPLES = r"""

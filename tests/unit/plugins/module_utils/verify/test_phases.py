@@ -7,17 +7,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import phases
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+# The mesh_network role's own defaults, passed explicitly as the role does.
+ROLE_DEFAULTS = yaml.safe_load((FIXTURES.parents[2] / "roles/mesh_network/defaults/main.yml").read_text())
 POOLS: dict[str, Any] = {
-    "link_pool": "192.168.100.0/22",
-    "link_prefix": 30,
-    "node_pool": "10.255.0.0/24",
-    "fabric_subnet": "192.168.200.0/24",
-    "nodeaddr_ifname": "nodeaddr0",
+    key: ROLE_DEFAULTS[f"mesh_network_{key}"]
+    for key in ("link_pool", "link_prefix", "node_pool", "fabric_subnet", "nodeaddr_ifname")
 }
 GOOD = {
     "mode": "auto",
