@@ -17,7 +17,7 @@ help:
 	@echo "make demo      build the local virtual cluster (root) and provision it with site.yml"
 	@echo "make test      install what the tests need and run all of them (root)"
 	@echo "make unit      unit tests only (no root)"
-	@echo "make lab-up    LAB_NODES=3 LAB_TOPOLOGY=mesh|switched: build the lab"
+	@echo "make lab-up    LAB_NODES=3 LAB_TOPOLOGY=mesh|switched|ring|chain|rails: build the lab"
 	@echo "make lab-down  tear the lab down (also after a crash)"
 	@echo "make lab-test  behaviour checks of the lab itself (root, ~10 min)"
 

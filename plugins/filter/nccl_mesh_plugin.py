@@ -19,8 +19,9 @@ short_description: Whether a node needs the Mesh NCCL net plugin, and the NCCL v
 version_added: "0.1.0"
 author: Rdmaops Developers (@rdmaops)
 description:
-  - "NCCL 2.30.7 or newer (unless forced): the built-in subnet-aware routing,
-    C(NCCL_IB_SUBNET_AWARE_ROUTING=1)."
+  - "NCCL 2.30.7 or newer (unless forced) where the cabling allows it (docs/nccl_plugin.md): the built-in
+    subnet-aware routing, C(NCCL_IB_SUBNET_AWARE_ROUTING=1) with C(NCCL_IB_SUBNET_PREFIX_LEN) at the cables'
+    prefix."
   - "Older or unknown NCCL: C(NCCL_NET_PLUGIN=mesh), C(NCCL_MESH_TRANSPORT) (verbs for rdma, tcp for tcp),
     and the plugin's optional settings."
 positional: _input
@@ -53,6 +54,12 @@ options:
     description: C(NCCL_MESH_DEBUG), 0..2.
     type: int
     default: 0
+  cabling:
+    description: The cabling summary of rdmaops.cluster.mesh_network (its fact C(mesh_network_cabling)) -
+      shape, link prefix, cables per pair, nodes without a cable between them, device-index problems; it
+      decides whether NCCL's built-in routing can carry the cabling, and adds C(NCCL_ALGO=Ring) where nodes
+      lack cables.
+    type: dict
 """
 
 EXAMPLES = r"""

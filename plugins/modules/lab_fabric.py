@@ -19,6 +19,9 @@ description:
     reaches
     peer j through C(data<j-1>) when j < i and C(data<j-2>) when j > i, so appending nodes never renames a
     port.
+    O(topology=ring) and O(topology=chain) cable two-port nodes in a line, node i's C(data1) to node i+1's
+    C(data0) (a ring also the last node's C(data1) to the first's C(data0)); O(topology=rails) joins two
+    nodes by two cables (C(data0) to C(data0), C(data1) to C(data1)).
     O(topology=switched) gives every node one port C(data0) whose host end is on the bridge C(<name>-dbr).
   - Every port gets a MAC derived from the instance, node and port names and an alias naming its link, so
     re-runs recognise what they made, repair half-made links, remove ports of another topology and change
@@ -45,9 +48,9 @@ options:
     elements: str
     default: []
   topology:
-    description: Data network wiring.
+    description: Data network wiring (ring - 3 nodes or more, chain - 2 or more, rails - exactly 2).
     type: str
-    choices: [mesh, switched]
+    choices: [mesh, switched, ring, chain, rails]
     default: mesh
   mgmt_cidr:
     description: IPv4 management network; the host bridge gets the first address, node i gets the (10+i)th.
@@ -107,7 +110,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.fabric import Fabric
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError, make_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import TOPOLOGIES, LabError, make_plan
 
 
 def main() -> None:
@@ -116,7 +119,7 @@ def main() -> None:
             "name": {"type": "str", "required": True},
             "nodes": {"type": "list", "elements": "str", "required": True},
             "switches": {"type": "list", "elements": "str", "default": []},
-            "topology": {"type": "str", "choices": ["mesh", "switched"], "default": "mesh"},
+            "topology": {"type": "str", "choices": list(TOPOLOGIES), "default": "mesh"},
             "mgmt_cidr": {"type": "str", "default": "10.99.0.0/24"},
             "fabric_mtu": {"type": "int", "default": 9000},
         },

@@ -10,14 +10,14 @@ module: mesh_paths
 short_description: Check every data path of a node, route and don't-fragment ping, in one call
 version_added: "0.1.0"
 description:
-  - For each path check (filter P(rdmaops.cluster.mesh_path_checks#filter)), looks up the route to the
-    peer address with C(ip -j route get) and pings it with don't-fragment at the check's payload, from the
-    check's source address when it has one.
+  - For each path check (the C(path_checks) of the plan M(rdmaops.cluster.mesh_network_check) returns), looks
+    up the route to the address with C(ip -j route get) and pings it with don't-fragment at the check's
+    payload, from the check's source address when it has one.
   - The route lookups run one after another; the pings run side by side, so the call takes about one
     ping's time however many peers the node has.
-  - Reports each path as the filter P(rdmaops.cluster.mesh_verify_results#filter) does. It never fails
-    because a path is broken; the caller decides (the mesh_network role's verify tasks assert on the
-    results).
+  - Reports each path with the route's interface, the round trip and, for a check with C(hops), the hops
+    its replies crossed (from their TTL) against the cabling's. It never fails because a path is broken; the
+    caller decides (the mesh_network role's verify tasks assert on the results).
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -25,7 +25,8 @@ options:
     description:
       - The path checks, each with C(dst) (peer name), C(kind) (C(link), C(node) or C(fabric)),
         C(address), C(expected_dev) (the interface the route must take), C(size) (the don't-fragment
-        payload) and optionally C(source).
+        payload) and optionally C(source), C(hops) (the cables the route crosses), C(cable) (a link
+        check's cable) and C(path) (the nodes on the way).
     type: list
     elements: dict
     required: true
@@ -57,7 +58,7 @@ attributes:
 EXAMPLES = r"""
 - name: Check every path of this node
   rdmaops.cluster.mesh_paths:
-    checks: "{{ mesh_network_plan | rdmaops.cluster.mesh_path_checks(mesh_network_mtu) }}"
+    checks: "{{ mesh_network_plan.path_checks }}"
   register: paths
 
 - name: Fail on a broken path
@@ -71,7 +72,9 @@ results:
   description:
     - One entry per check, in the order given, with C(dst), C(kind), C(address), C(expected_dev), C(dev)
       (the interface the route took), C(route_ok), C(ping_ok), C(rtt_ms) (average round trip, null without
-      replies), C(ok) and, when not ok, C(error) naming the peer, the address and what failed.
+      replies), C(ok) and, when not ok, C(error) naming the peer, the address (and the cable or the path)
+      and what failed; a check with C(hops) also has C(expected_hops) and C(hops) (measured, null without
+      replies).
   returned: always
   type: list
   elements: dict

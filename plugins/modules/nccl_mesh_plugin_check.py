@@ -15,7 +15,7 @@ description:
     every problem in one message, each naming the role variable.
   - Otherwise returns the decision as the P(rdmaops.cluster.nccl_mesh_plugin#filter) filter makes it (one
     function for both) - NCCL 2.30.7 or newer uses its built-in subnet-aware routing unless O(force); older or
-    unknown NCCL gets the plugin.
+    unknown NCCL gets the plugin, as does a cabling the built-in routing cannot carry (O(cabling)).
   - Runs on the controller (an action plugin); changes nothing, the same in check mode.
 author:
   - Rdmaops Developers (@rdmaops)
@@ -51,6 +51,12 @@ options:
     description: Build and install directory (absolute, not C(/)).
     type: raw
     required: true
+  cabling:
+    description: The cabling rdmaops.cluster.mesh_network planned (its fact C(mesh_network_cabling)) - whether
+      NCCL's built-in routing can carry it, and C(NCCL_ALGO=Ring) where nodes lack a cable between them; empty
+      for a full mesh.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - rdmaops.cluster.phase
 """

@@ -9,7 +9,9 @@ it found it (the mesh as the lab built it).
 
 Cases: the LLDP map that discover.yml writes; a swapped pair of ports named before the apply; a
 rollback that gives the management port back; reorder, removal of a middle node, append (two nodes
-with --nodes 5 on a 5-node instance); renumbering only with mesh_network_renumber=true.
+with --nodes 5 on a 5-node instance); renumbering only with mesh_network_renumber=true; a cable taken
+down: exactly the node pairs routed over it fail, verify.yml's report names the cable, and every path
+returns once it is up (any cabling: ring, chain, rails).
 Prints one line per check, the time of each case, and "N passed, M failed"; exit status 1 if any failed.
 """
 
@@ -29,7 +31,10 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / ".collections"))
 from labkit import ROOT, check, env, run_cases, tool
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
 
 NETPLAN = "/etc/netplan/60-rdmaops-mesh.yaml"
 # What must not change when a run is refused: files (checksum), addresses, routes.
@@ -342,6 +347,80 @@ def case_management_path(lab: Lab) -> None:
         lab.ssh(host, f"ip route del default dev {first}; ip addr del {mgmt_net}.211/24 dev {second}")
 
 
+def first_port(value: Any) -> str:
+    """The first port a node lists for a peer (a list for rails)."""
+    return str(value[0] if isinstance(value, list) else value)
+
+
+def reachability(lab: Lab) -> tuple[int, set[tuple[str, str]], str]:
+    """playbooks/lab_report.yml: (rc, the (from, to) node pairs whose cell failed, the table)."""
+    ansible_env = env()
+    ansible_env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    proc = subprocess.run(
+        [tool("ansible-playbook"), "-i", str(lab.inventory), str(ROOT / "playbooks/lab_report.yml")],
+        cwd=ROOT,
+        env=ansible_env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    table: list[str] = []
+    for play in json.loads(proc.stdout or "{}").get("plays", []):
+        for task in play["tasks"]:
+            for result in task["hosts"].values():
+                msg = result.get("msg")
+                if isinstance(msg, list) and any("node pairs OK" in str(line) for line in msg):
+                    table = [str(line) for line in msg]
+    failed: set[tuple[str, str]] = set()
+    header = next((k for k, line in enumerate(table) if line.startswith("from \\ to")), None)
+    if header is not None:
+        for row in table[header + 1 : header + 1 + len(lab.hosts)]:
+            cells = row.split("  ")
+            cells = [c.strip() for c in cells if c.strip()]
+            for dst, cell in zip(lab.hosts, cells[1:], strict=False):
+                if cell.startswith("FAIL"):
+                    failed.add((cells[0], dst))
+    return proc.returncode, failed, "\n".join(table)
+
+
+def case_cable_down(lab: Lab) -> None:
+    """One cable down (its first node's end set down, as a pulled cable leaves the other end without carrier):
+    exactly the pairs routed over it fail, verify.yml names it, and everything answers once it is up."""
+    name = yaml.safe_load((lab.inventory / "group_vars" / "all.yml").read_text())["rdmaops_lab"]["name"]
+    graph = cabling.Graph(lab.hosts, cabling.cables(lab.hosts, lab.ports)[0])
+    cable = graph.cables[0]
+    label = cabling.cable_label(cable)
+    want = set(graph.cut_by(cable))
+    netns = f"{name}-{cable['a']}"
+    subprocess.run(["ip", "-n", netns, "link", "set", first_port(cable["a_port"]), "down"], check=True)
+    try:
+        rc, failed, table = reachability(lab)
+        check(
+            f"with {label} down exactly the {len(want)} node pairs routed over it fail",
+            rc != 0 and failed == want and f"cable {label} FAILED" in table,
+            f"rc={rc} failed {sorted(failed)} want {sorted(want)}\n{table}",
+        )
+        fast = ["-e", "verify_allreduce=false", "-e", "verify_qos=false", "-e", "verify_duration=2"]
+        rc, out, took = lab.play("verify.yml", None, *fast, timeout=900)
+        report = (ROOT / "reports" / "latest" / "report.md").read_text() if rc != 124 else ""
+        check(
+            f"verify.yml fails naming the cable in its output and report ({took:.1f} s)",
+            rc != 0 and f"(cable {label})" in out and f"cable {label} FAILED" in report,
+            "" if rc != 0 and f"cable {label}" in report else tail(out),
+        )
+    finally:
+        subprocess.run(["ip", "-n", netns, "link", "set", first_port(cable["a_port"]), "up"], check=False)
+    # networkd configures the port again by itself: no run of the role.
+    deadline = time.monotonic() + 30
+    while True:
+        rc, failed, table = reachability(lab)
+        if rc == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    check("every path answers again once the cable is up", rc == 0 and not failed, table)
+
+
 def case_cut_off(lab: Lab) -> None:
     """A node whose management link dies during the apply fails the play, named, within a bounded time."""
     host = lab.hosts[0]
@@ -393,6 +472,7 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "rollback_management": case_rollback_management,
     "management_path": case_management_path,
     "cut_off": case_cut_off,
+    "cable_down": case_cable_down,
     "renumber_refused": case_renumber_refused,
     "reorder": case_reorder,
     "renumber_flag": case_renumber_flag,

@@ -85,7 +85,8 @@ def main() -> int:
     lab_vars = yaml.safe_load((inventory / "group_vars" / "all.yml").read_text())
     lab = lab_vars["rdmaops_lab"]["name"]
     mgmt = IPNetwork(lab_vars["mesh_network_mgmt_cidr"])
-    topology = lab_vars["mesh_network_topology"]
+    # The lab's own topology (a ring lab is a mesh of cables to mesh_network); older inventories lack it.
+    topology = lab_vars["rdmaops_lab"].get("topology") or lab_vars["mesh_network_topology"]
 
     before = data_addresses(inventory, mgmt)
     hosts_doc = yaml.safe_load((inventory / "hosts.yml").read_text())

@@ -167,7 +167,7 @@ class Fabric:
             for ifname in ports:
                 if DATA_PORT_RE.match(ifname) and ifname not in wanted[ns]:
                     h.delete_link(ifname, ns)
-        if plan.topology == "mesh":
+        if plan.topology != "switched":
             for link in plan.links:
                 a, b = by_name[link.a], by_name[link.b]
                 alias = mesh_alias(plan.lab, link)

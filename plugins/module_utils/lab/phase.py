@@ -62,7 +62,10 @@ def _setting_errors(p: Mapping[str, Any]) -> list[str]:
             bool(_WHOLE.fullmatch(str(p["nodes"]))) and 1 <= int(str(p["nodes"])) <= lab_plan.MAX_NODES,
             f"lab_nodes={p['nodes']}: use a whole number from 1 to {lab_plan.MAX_NODES}",
         ),
-        (p["topology"] in lab_plan.TOPOLOGIES, f"lab_topology={p['topology']}: use mesh or switched"),
+        (
+            p["topology"] in lab_plan.TOPOLOGIES,
+            f"lab_topology={p['topology']}: use {', '.join(lab_plan.TOPOLOGIES[:-1])} or {lab_plan.TOPOLOGIES[-1]}",
+        ),
         (
             isinstance(p["node_prefix"], str) and bool(lab_plan.NODE_PREFIX_RE.match(p["node_prefix"])),
             f"lab_node_prefix={p['node_prefix']}: use 1-12 of [a-z0-9], a letter first",
@@ -80,7 +83,20 @@ def _setting_errors(p: Mapping[str, Any]) -> list[str]:
             f"lab_cache_dir={p['cache_dir']}, lab_run_dir={p['run_dir']}: use absolute paths",
         ),
     ]
-    return [msg for ok, msg in checks if not ok]
+    errors = [msg for ok, msg in checks if not ok]
+    if not errors:
+        errors += _node_count_errors(p["topology"], int(str(p["nodes"])))
+    return errors
+
+
+def _node_count_errors(topology: str, nodes: int) -> list[str]:
+    """A ring takes 3 nodes or more (of 2 it is rails), a chain 2 or more, rails exactly 2."""
+    if topology == "rails" and nodes != 2:
+        return [f"lab_topology=rails takes lab_nodes=2 (two nodes joined by two cables; got {nodes})"]
+    least = lab_plan.MIN_NODES[topology]
+    if nodes < least:
+        return [f"lab_topology={topology} takes lab_nodes of {least} or more (got {nodes})"]
+    return []
 
 
 def check(p: Mapping[str, Any]) -> dict[str, Any]:

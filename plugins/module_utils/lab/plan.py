@@ -23,7 +23,13 @@ IFNAMSIZ = 15
 MGMT_NODE_OFFSET = 10
 MGMT_IFNAME = "mgmt0"
 DATA_PORT_RE = re.compile(r"^data\d+$")
-TOPOLOGIES = ("mesh", "switched")
+# mesh: a veth pair per node pair; ring / chain: node i's data1 to node i+1's data0 (ring: and the last node's
+# data1 to the first's data0); rails: two nodes joined by two cables (data0-data0, data1-data1); switched: one
+# port per node on a host bridge.
+TOPOLOGIES = ("mesh", "switched", "ring", "chain", "rails")
+CABLED = ("mesh", "ring", "chain", "rails")
+# Fewest nodes each cabled topology takes (a ring of 3 is a mesh cabled differently); rails takes exactly 2.
+MIN_NODES = {"mesh": 1, "switched": 1, "ring": 3, "chain": 2, "rails": 2}
 MAX_NODES = 32
 # Switches (management port only: they play the fabric's switch over NETCONF) are numbered from here,
 # so appending nodes never moves a switch's address.
@@ -103,8 +109,9 @@ class NodePlan:
     mgmt_host_if: str
     mgmt_mac: str
     mgmt_host_mac: str
-    # peer name -> local port (mesh) or {"fabric": "data0"} (switched)
-    ports: dict[str, str] = field(default_factory=dict)
+    # peer name -> local port, or list of ports for a peer joined by several cables (rails), or
+    # {"fabric": "data0"} (switched)
+    ports: dict[str, Any] = field(default_factory=dict)
     macs: dict[str, str] = field(default_factory=dict)
     role: str = "node"
 
@@ -136,6 +143,7 @@ class LabPlan:
             "prefixlen": self.prefixlen,
             "mgmt_bridge": mgmt_bridge(self.lab),
             "fabric_bridge": fabric_bridge(self.lab) if self.topology == "switched" else None,
+            "cabled": self.topology in CABLED,
             "nodes": [vars(n) for n in self.nodes],
             "links": [vars(link) for link in self.links],
         }
@@ -159,6 +167,9 @@ def make_plan(
         raise LabError(f"node names are not unique: {nodes}")
     if not 1 <= len(nodes) <= MAX_NODES:
         raise LabError(f"node count {len(nodes)} is out of range 1..{MAX_NODES}")
+    if len(nodes) < MIN_NODES[topology] or (topology == "rails" and len(nodes) != 2):
+        wanted = "exactly 2" if topology == "rails" else f"at least {MIN_NODES[topology]}"
+        raise LabError(f"topology {topology} takes {wanted} nodes, not {len(nodes)}")
     try:
         net = ipaddress.IPv4Network(mgmt_cidr, strict=True)
     except ValueError as exc:
@@ -185,23 +196,51 @@ def make_plan(
         )
 
     plans = [member(node, i, "node") for i, node in enumerate(nodes, start=1)]
-    links: list[MeshLink] = []
-    if topology == "mesh":
-        for a in plans:
-            for b in plans:
-                if a.index < b.index:
-                    link = MeshLink(a.name, mesh_port(a.index, b.index), b.name, mesh_port(b.index, a.index))
-                    links.append(link)
-                    a.ports[b.name] = link.a_if
-                    b.ports[a.name] = link.b_if
+    links: list[MeshLink] = cabling(plans, topology)
+    if topology in CABLED:
+        for link in links:
+            for here, there, port in ((link.a, link.b, link.a_if), (link.b, link.a, link.b_if)):
+                node = plans[nodes.index(here)]
+                if there in node.ports:
+                    # A second cable to the same peer: the peer's ports become a list, in cable order.
+                    have = node.ports[there]
+                    node.ports[there] = [*(have if isinstance(have, list) else [have]), port]
+                else:
+                    node.ports[there] = port
         for p in plans:
-            p.macs = {ifname: stable_mac(lab, p.name, ifname) for ifname in p.ports.values()}
+            p.macs = {
+                ifname: stable_mac(lab, p.name, ifname)
+                for value in p.ports.values()
+                for ifname in (value if isinstance(value, list) else [value])
+            }
     else:
         for p in plans:
             p.ports = {"fabric": "data0"}
             p.macs = {"data0": stable_mac(lab, p.name, "data0")}
     plans += [member(sw, SWITCH_INDEX_BASE + k, "switch") for k, sw in enumerate(switches, start=1)]
     return LabPlan(lab, topology, str(net), host_ip, net.prefixlen, plans, links)
+
+
+def cabling(plans: list[NodePlan], topology: str) -> list[MeshLink]:
+    """The veth pairs of a cabled topology, each with its lower-numbered node as ``a``."""
+    links: list[MeshLink] = []
+    if topology == "mesh":
+        for a in plans:
+            for b in plans:
+                if a.index < b.index:
+                    links.append(
+                        MeshLink(a.name, mesh_port(a.index, b.index), b.name, mesh_port(b.index, a.index))
+                    )
+    elif topology in ("ring", "chain"):
+        # Every node faces the previous one on data0 and the next one on data1: the cabling of two-port nodes.
+        for k in range(len(plans) - 1):
+            links.append(MeshLink(plans[k].name, "data1", plans[k + 1].name, "data0"))
+        if topology == "ring":
+            links.append(MeshLink(plans[0].name, "data0", plans[-1].name, "data1"))
+    elif topology == "rails":
+        a, b = plans
+        links += [MeshLink(a.name, "data0", b.name, "data0"), MeshLink(a.name, "data1", b.name, "data1")]
+    return links
 
 
 def mesh_alias(lab: str, link: MeshLink) -> str:

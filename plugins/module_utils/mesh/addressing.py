@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import ping as ping_cmd
 
 try:
@@ -119,29 +120,83 @@ def _link_ends(subnet: IPNetwork) -> tuple[IPAddress, IPAddress]:
 # --------------------------------------------------------------------------- plans
 
 
-def mesh_links(hosts: Any, pool: Any, prefix: Any) -> list[dict[str, str]]:
-    """One entry per unordered host pair: {a, b, subnet, a_ip, b_ip}.
+def mesh_links(
+    hosts: Any, pool: Any, prefix: Any, ports: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """One entry per cable: {a, b, subnet, a_ip, b_ip} (with ``ports``: also a_port, b_port, k).
 
-    ``a`` is the host that comes first in ``hosts``. Entries are ordered by pair index.
+    Without ``ports`` every node pair has one cable (a full mesh), as before. With ``ports`` ({host:
+    mesh_network_ports}) the cables are the ones both ends list (module_utils/mesh/cabling.py). ``a`` is
+    the host that comes first in ``hosts``; entries are ordered by pair index, then cable.
     """
     names = check_hosts(hosts)
     net = parse_pool(pool)
     plen = parse_prefix(prefix, net)
-    needed = len(names) * (len(names) - 1) // 2
+    if ports is None:
+        cable_list = cabling.full_mesh_cables(names)
+    else:
+        cable_list, errors = cabling.cables(names, ports)
+        if errors:
+            raise MeshAddressingError("; ".join(errors))
+    links = cable_links(names, cable_list, net, plen)
+    if ports is None:
+        for link in links:
+            del link["a_port"], link["b_port"], link["k"]
+    return links
+
+
+def cable_links(
+    names: Sequence[str], cable_list: Sequence[Mapping[str, Any]], net: IPNetwork, plen: int
+) -> list[dict[str, Any]]:
+    """The positional subnet of every cable, from the pool's bottom and top.
+
+    A pair's first cable takes subnet number pair_index(i, j), as in a full mesh, so today's meshes keep
+    their numbers and appending a host only adds subnets. A pair's further cables (rails) take subnets from
+    the top of the pool down, in the order of (pair index, cable), so they never move a first cable's subnet.
+    """
     capacity = net.size >> (32 - plen)
+    index = {h: k for k, h in enumerate(names)}
+    ordered = sorted(
+        cable_list, key=lambda c: (pair_index(index[c["a"]], index[c["b"]]), int(c.get("k") or 0))
+    )
+    extra = [c for c in ordered if int(c.get("k") or 0) > 0]
+    firsts = [pair_index(index[c["a"]], index[c["b"]]) for c in ordered if not int(c.get("k") or 0)]
+    needed = (max(firsts) + 1 if firsts else 0) + len(extra)
     if needed > capacity:
-        raise MeshAddressingError(
-            f"pool {net.cidr} is too small: it holds {capacity} /{plen} subnets, "
-            f"{len(names)} hosts need {needed} (one per pair)"
-        )
-    links: list[dict[str, str]] = []
-    for j in range(len(names)):
-        for i in range(j):
-            subnet = _nth_subnet(net, plen, pair_index(i, j))
-            a_ip, b_ip = _link_ends(subnet)
-            links.append(
-                {"a": names[i], "b": names[j], "subnet": str(subnet), "a_ip": str(a_ip), "b_ip": str(b_ip)}
+        pairs = len(names) * (len(names) - 1) // 2
+        if not extra and len(firsts) == pairs:
+            raise MeshAddressingError(
+                f"pool {net.cidr} is too small: it holds {capacity} /{plen} subnets, "
+                f"{len(names)} hosts need {needed} (one per pair)"
             )
+        raise MeshAddressingError(
+            f"pool {net.cidr} is too small: it holds {capacity} /{plen} subnets, the cables of "
+            f"{len(names)} hosts need {needed} (a pair's first cable takes subnet number j(j-1)/2+i of its "
+            f"positions i < j in the host list, further cables {len(extra)} from the top)"
+        )
+    links: list[dict[str, Any]] = []
+    rank = 0
+    for cable in ordered:
+        k = int(cable.get("k") or 0)
+        if k == 0:
+            slot = pair_index(index[cable["a"]], index[cable["b"]])
+        else:
+            slot = capacity - 1 - rank
+            rank += 1
+        subnet = _nth_subnet(net, plen, slot)
+        a_ip, b_ip = _link_ends(subnet)
+        links.append(
+            {
+                "a": cable["a"],
+                "b": cable["b"],
+                "subnet": str(subnet),
+                "a_ip": str(a_ip),
+                "b_ip": str(b_ip),
+                "a_port": cable.get("a_port", ""),
+                "b_port": cable.get("b_port", ""),
+                "k": k,
+            }
+        )
     return links
 
 
@@ -253,14 +308,23 @@ def plan_errors(
     link_prefix: Any,
     node_pool: Any,
     fabric_subnet: Any,
+    ports: Mapping[str, Any] | None = None,
 ) -> list[str]:
-    """Whether the whole address plan can be made (hosts, prefix, pool sizes), as messages."""
+    """Whether the whole address plan can be made (hosts, prefix, pool sizes), as messages.
+
+    ``ports`` ({host: mesh_network_ports}): the cables to number; without it, one per pair. The cabling's
+    own consistency is cabling.cables()'s to report, so only the numbering is checked here.
+    """
     try:
         if topology == "switched":
             switched_addresses(hosts, fabric_subnet)
         else:
-            mesh_links(hosts, link_pool, link_prefix)
-            node_addresses(hosts, node_pool)
+            names = check_hosts(hosts)
+            net = parse_pool(link_pool)
+            plen = parse_prefix(link_prefix, net)
+            cable_list = cabling.full_mesh_cables(names) if ports is None else cabling.cables(names, ports)[0]
+            cable_links(names, cable_list, net, plen)
+            node_addresses(names, node_pool)
     except MeshAddressingError as exc:
         return [str(exc)]
     return []
@@ -320,7 +384,11 @@ def port_errors(
     fabric_port: Any,
     interfaces: Mapping[str, str],
 ) -> list[str]:
-    """Everything wrong with one host's port map, each message naming the bad value."""
+    """Everything wrong with one host's port map, each message naming the bad value.
+
+    A peer may be missing (no cable to it) or list several ports (one per cable); whether both ends list
+    each cable is cabling.cables()'s check.
+    """
     errors: list[str] = []
     if topology == "switched":
         if not fabric_port:
@@ -331,32 +399,37 @@ def port_errors(
         return [f"mesh_network_topology {topology!r} is neither 'mesh' nor 'switched'"]
     if not isinstance(ports, Mapping):
         return [f"{host}: mesh_network_ports {ports!r} is not a mapping of peer host to interface"]
-    peers = [h for h in hosts if h != host]
-    for peer in peers:
-        if peer not in ports:
-            errors.append(
-                f"{host}: mesh_network_ports has no port for peer {peer!r}: the mesh topology expects a "
-                f"full mesh "
-                "(a direct link from every node to every other)"
-            )
+    if not ports and len(hosts) > 1:
+        errors.append(f"{host}: mesh_network_ports is empty: no cable joins {host} to any other node")
     used: dict[str, str] = {}
-    for peer, spec in ports.items():
+    for peer, value in ports.items():
         if peer == host:
             errors.append(f"{host}: mesh_network_ports names the host itself ({peer!r}) as a peer")
             continue
         if peer not in hosts:
             errors.append(f"{host}: mesh_network_ports names {peer!r}, which is not one of the mesh hosts")
             continue
-        resolved, err = resolve_port(spec, interfaces, f"{host}: port for peer {peer!r}:")
-        if err:
-            errors.append(err)
-            continue
-        if resolved is None:  # resolve_port returns either a port or an error
-            continue
-        ifname = resolved["name"]
-        if ifname in used:
-            errors.append(f"{host}: interface {ifname!r} is used for both {used[ifname]!r} and {peer!r}")
-        used[ifname] = peer
+        specs = cabling.port_specs(value)
+        if not specs:
+            errors.append(
+                f"{host}: mesh_network_ports lists no port for peer {peer!r} (leave a peer out instead)"
+            )
+        for spec in specs:
+            resolved, err = resolve_port(spec, interfaces, f"{host}: port for peer {peer!r}:")
+            if err:
+                errors.append(err)
+                continue
+            if resolved is None:  # resolve_port returns either a port or an error
+                continue
+            ifname = resolved["name"]
+            if ifname in used:
+                if used[ifname] == peer:
+                    errors.append(f"{host}: interface {ifname!r} is listed twice for {peer!r}")
+                else:
+                    errors.append(
+                        f"{host}: interface {ifname!r} is used for both {used[ifname]!r} and {peer!r}"
+                    )
+            used[ifname] = peer
     return errors
 
 
@@ -376,6 +449,7 @@ def host_plan(
     topology: str,
     *,
     ports: Mapping[str, Any] | None = None,
+    all_ports: Mapping[str, Any] | None = None,
     fabric_port: Any = None,
     interfaces: Mapping[str, str] | None = None,
     link_pool: str,
@@ -385,11 +459,15 @@ def host_plan(
     nodeaddr_ifname: str,
     layout: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What one host needs: its node address, the interface sockets should bind, its links.
+    """What one host needs: its node address, the interface sockets should bind, its cables and routes.
 
-    The pools and names have no defaults here: the mesh_network role's defaults own them. ``layout``
-    (mesh_safety.anchored_layout: node addresses and links, the ones in use kept) replaces the
-    positional numbering when given.
+    ``ports`` is this host's mesh_network_ports, ``all_ports`` every host's (the cabling graph; this host's
+    entry is replaced by ``ports``). The pools and names have no defaults here: the mesh_network role's
+    defaults own them. ``layout`` (safety.anchored_layout: node addresses and cable subnets, the ones in use
+    kept) replaces the positional numbering when given.
+
+    Each link (one per cable of this host) carries ``routes``: the hosts whose node address is routed over
+    it, along a shortest path (cabling.Graph.next_hop); a pair's further cables (rails) carry none.
     """
     names = check_hosts(hosts)
     if host not in names:
@@ -408,36 +486,85 @@ def host_plan(
             links=[],
             fabric={**fabric, **mine[host], "subnet": str(parse_pool(fabric_subnet, "subnet").cidr)},
             peers={h: mine[h]["address"] for h in names if h != host},
+            hops={h: 1 for h in names if h != host},
+            forwarding=[],
         )
         return plan
+    mine = dict(ports or {})
+    if all_ports is None:
+        # Only this host's ports are known: the others are taken to cable every pair (a full mesh), each
+        # facing this host with as many cables as it lists, ports unnamed.
+        unnamed = {"name": ""}
+        every = {
+            h: {
+                p: [unnamed] * (len(cabling.port_specs(mine.get(h))) if p == host else 1)
+                for p in names
+                if p != h
+            }
+            for h in names
+            if h != host
+        }
+    else:
+        every = {h: v for h, v in dict(all_ports).items() if h in names}
+    every[host] = mine
+    cable_list, cable_errors = cabling.cables(names, every)
+    if cable_errors:
+        raise MeshAddressingError("; ".join(cable_errors))
+    graph = cabling.Graph(names, cable_list)
     nodes = dict(layout["nodes"]) if layout else node_addresses(names, node_pool)
-    all_links = list(layout["links"]) if layout else mesh_links(names, link_pool, link_prefix)
+    if layout:
+        all_links = list(layout["links"])
+    else:
+        net = parse_pool(link_pool)
+        all_links = cable_links(names, cable_list, net, parse_prefix(link_prefix, net))
+    by_cable = {(c["a"], c["b"], c["k"]): c for c in cable_list}
+    routed: dict[str, list[str]] = {}
+    for dst in names:
+        step = graph.next_hop(host, dst)
+        if step is not None:
+            routed.setdefault(step, []).append(dst)
     links: list[dict[str, Any]] = []
     for link in all_links:
         if host not in (link["a"], link["b"]):
             continue
+        k = int(link.get("k") or 0)
+        cable = by_cable.get((link["a"], link["b"], k))
+        if cable is None:
+            continue  # a layout entry for a cable that is gone
         me_a = link["a"] == host
         peer = link["b"] if me_a else link["a"]
-        port = _resolved((ports or {})[peer], ifaces)
+        port = _resolved(cable["a_port"] if me_a else cable["b_port"], ifaces)
         links.append(
             {
                 "peer": peer,
+                "k": k,
                 "ifname": port["name"],
                 "macaddress": port["macaddress"],
+                "peer_port": cabling.port_name(cable["b_port"] if me_a else cable["a_port"]),
+                "cable": cabling.cable_label(cable),
                 "subnet": link["subnet"],
                 "prefix": int(link["subnet"].split("/")[1]),
                 "address": link["a_ip"] if me_a else link["b_ip"],
                 "peer_address": link["b_ip"] if me_a else link["a_ip"],
                 "peer_node_address": nodes[peer],
+                # The peer's own node address first: read_netplan names a link's peer by its first route.
+                "routes": sorted(routed.get(peer, []), key=lambda h: (h != peer, names.index(h)))
+                if k == 0
+                else [],
             }
         )
-    links.sort(key=lambda entry: names.index(entry["peer"]))
+    links.sort(key=lambda entry: (names.index(entry["peer"]), entry["k"]))
+    hops = {h: graph.hops(host, h) for h in names if h != host}
     plan.update(
         node_address=nodes[host],
         socket_ifname=nodeaddr_ifname,
         links=links,
         fabric=None,
         peers={h: nodes[h] for h in names if h != host},
+        hops=hops,
+        paths={h: graph.path(host, h) for h in names if h != host},
+        # Packets between two other nodes pass here: the data ports forward them.
+        forwarding=[entry["ifname"] for entry in links] if host in graph.transit() else [],
     )
     return plan
 
@@ -468,14 +595,17 @@ def netplan_document(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
         return {"network": network}
 
     own = plan["node_address"]
+    peers = plan["peers"]
     for link in plan["links"]:
         entry = port(link["ifname"], link["macaddress"])
         entry["addresses"] = [f"{link['address']}/{link['prefix']}"]
-        # Host route to the peer's node address over the direct link, sourced from our
-        # node address, so sockets bound to the node address stay on the mesh.
-        entry["routes"] = [
-            {"to": f"{link['peer_node_address']}/32", "via": link["peer_address"], "from": own}
-        ]
+        # Host routes to the node addresses behind this cable (the peer's, and those reached through it),
+        # sourced from our node address, so sockets bound to the node address stay on the data cables.
+        targets = link.get("routes", [link["peer"]])
+        if targets:
+            entry["routes"] = [
+                {"to": f"{peers[h]}/32", "via": link["peer_address"], "from": own} for h in targets
+            ]
         ethernets[link["ifname"]] = entry
     # An empty bridge holds the node address: it is always up (ignore-carrier) and,
     # unlike lo, gives gloo/NCCL an interface name that resolves to that address.
@@ -495,11 +625,12 @@ def netplan_document(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
 
 
 def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
-    """What verify (and the apply's rollback probe) checks from one node.
+    """What verify (and, the direct ones, the apply's rollback probe) checks from one node.
 
-    Mesh: each peer's link address and node address, both expected over the direct link;
-    the node address is pinged from our node address. Switched: each peer's fabric address.
-    Every ping is don't-fragment at the MTU (payload = MTU - 28 bytes of IPv4 + ICMP headers).
+    Mesh: each cable's far end (its link address, over that cable) and every other node's node address,
+    pinged from our node address over the first cable of the route, with the hop count the cabling gives
+    (``path``: the nodes on the way). Switched: each peer's fabric address. Every ping is don't-fragment at
+    the MTU (payload = MTU - 28 bytes of IPv4 + ICMP headers).
     """
     size = ping_cmd.df_payload(mtu)
     checks: list[dict[str, Any]] = []
@@ -514,35 +645,54 @@ def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
                     "expected_dev": fabric["name"],
                     "size": size,
                     "source": "",
+                    "hops": 1,
                 }
             )
         return checks
+    by_peer: dict[str, list[Mapping[str, Any]]] = {}
     for link in plan["links"]:
+        by_peer.setdefault(link["peer"], []).append(link)
+    first_cable = {}
+    for link in plan["links"]:
+        for target in link.get("routes", [link["peer"]]):
+            first_cable[target] = link
+    for dst in plan["peers"]:
+        for link in by_peer.get(dst, []):
+            checks.append(
+                {
+                    "dst": dst,
+                    "kind": "link",
+                    "address": link["peer_address"],
+                    "expected_dev": link["ifname"],
+                    "size": size,
+                    "source": "",
+                    "hops": 1,
+                    "cable": link.get("cable", ""),
+                }
+            )
+        via = first_cable.get(dst)
+        path = list((plan.get("paths") or {}).get(dst) or [plan.get("host", ""), dst])
         checks.append(
             {
-                "dst": link["peer"],
-                "kind": "link",
-                "address": link["peer_address"],
-                "expected_dev": link["ifname"],
-                "size": size,
-                "source": "",
-            }
-        )
-        checks.append(
-            {
-                "dst": link["peer"],
+                "dst": dst,
                 "kind": "node",
-                "address": link["peer_node_address"],
-                "expected_dev": link["ifname"],
+                "address": plan["peers"][dst],
+                "expected_dev": via["ifname"] if via else "",
                 "size": size,
                 "source": plan["node_address"],
+                "hops": int((plan.get("hops") or {}).get(dst) or 1),
+                "path": path,
             }
         )
     return checks
 
 
 def check_targets(extra: Sequence[str], plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
-    """Targets for netplan_apply: extra addresses (plain ping) plus every path check (DF at the MTU)."""
+    """Targets for netplan_apply: extra addresses (plain ping) plus every direct path check (DF at the MTU).
+
+    Node addresses further than one cable are left to verify: they answer only once every node on the way
+    has applied its own plan, and the nodes apply at the same time.
+    """
     targets: list[dict[str, Any]] = [
         {"address": str(a), "size": 0, "name": f"management path to {a}"} for a in extra if a
     ]
@@ -555,6 +705,7 @@ def check_targets(extra: Sequence[str], plan: Mapping[str, Any], mtu: Any) -> li
             "name": f"{plan.get('host', 'this node')} {c['expected_dev']} -> {c['dst']} {what[c['kind']]}",
         }
         for c in path_checks(plan, mtu)
+        if c.get("hops", 1) == 1
     ]
     return targets
 
@@ -574,7 +725,10 @@ def expected_addresses(plan: Mapping[str, Any]) -> list[dict[str, str]]:
 def verify_results(
     checks: Sequence[Mapping[str, Any]], routes: Sequence[Any], pings: Sequence[Any]
 ) -> list[dict[str, Any]]:
-    """Join path checks with `ip -j route get` and ping command results (registered loop results)."""
+    """Join path checks with `ip -j route get` and ping command results (registered loop results).
+
+    A check with ``hops`` also compares the hops the replies crossed (from their TTL) with the cabling's.
+    """
     out: list[dict[str, Any]] = []
     for check, route, ping in zip(checks, routes, pings, strict=True):
         dev = ""
@@ -584,6 +738,8 @@ def verify_results(
         except (ValueError, AttributeError, IndexError):
             dev = ""
         ping_ok = ping.get("rc") == 0
+        answer = ping_cmd.parse(ping.get("stdout") or "")
+        hops = ping_cmd.hops_from_ttl(min(answer["ttls"])) if answer["ttls"] else None
         entry = {
             "dst": check["dst"],
             "kind": check["kind"],
@@ -592,9 +748,16 @@ def verify_results(
             "dev": dev,
             "route_ok": dev == check["expected_dev"],
             "ping_ok": ping_ok,
-            "rtt_ms": ping_cmd.parse(ping.get("stdout") or "")["avg_ms"],
+            "rtt_ms": answer["avg_ms"],
         }
-        entry["ok"] = entry["route_ok"] and ping_ok
+        for key in ("cable", "path"):
+            if check.get(key):
+                entry[key] = check[key]
+        if check.get("hops"):
+            entry["expected_hops"] = int(check["hops"])
+            entry["hops"] = hops
+        hops_ok = not check.get("hops") or hops is None or hops == int(check["hops"])
+        entry["ok"] = entry["route_ok"] and ping_ok and hops_ok
         if not entry["ok"]:
             why = []
             if not entry["route_ok"]:
@@ -602,7 +765,18 @@ def verify_results(
             if not ping_ok:
                 err = (ping.get("stderr") or ping.get("stdout") or "").strip().splitlines()
                 why.append(f"DF ping of {check['size']} B failed" + (f": {err[-1]}" if err else ""))
-            entry["error"] = f"{check['dst']} {check['kind']} address {check['address']}: " + "; ".join(why)
+            if not hops_ok:
+                why.append(
+                    f"the replies crossed {hops} hop(s), the cabling's shortest path is {check['hops']}"
+                )
+            where = ""
+            if check.get("cable"):
+                where = f" (cable {check['cable']})"
+            elif check.get("path") and len(check["path"]) > 2:
+                where = f" (path {' -> '.join(check['path'])})"
+            entry["error"] = (
+                f"{check['dst']} {check['kind']} address {check['address']}{where}: " + "; ".join(why)
+            )
         out.append(entry)
     return out
 
@@ -613,8 +787,9 @@ def verify_results(
 def reachability_table(results: Mapping[str, Any], hosts: Sequence[str]) -> str:
     """All-pairs table from verify results ({src: [verify_results entries]}); one cell per node pair.
 
-    A cell is ok only when every check for that pair passed; it shows the interface and RTT of
-    the node-address check (mesh) or fabric check (switched).
+    A cell is ok only when every check for that pair passed; it shows the interface, RTT and, over more
+    than one cable, the hop count of the node-address check (mesh) or fabric check (switched). Below the
+    table: the count of good pairs, then every cable a link check failed on, named by both ends.
     """
     by_pair: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for src in hosts:
@@ -629,7 +804,9 @@ def reachability_table(results: Mapping[str, Any], hosts: Sequence[str]) -> str:
             good += 1
             rtt = main.get("rtt_ms")
             dev = main.get("dev")
-            cells[pair] = f"ok {dev} {rtt:.2f}ms" if isinstance(rtt, (int, float)) else f"ok {dev}"
+            cell = f"ok {dev} {rtt:.2f}ms" if isinstance(rtt, (int, float)) else f"ok {dev}"
+            hops = main.get("hops") or main.get("expected_hops")
+            cells[pair] = cell + (f" {hops} hops" if isinstance(hops, int) and hops > 1 else "")
         else:
             first = bad[0]
             dev = first.get("dev") or "?"
@@ -642,4 +819,11 @@ def reachability_table(results: Mapping[str, Any], hosts: Sequence[str]) -> str:
         row = [cells.get((src, dst), "-" if src == dst else "not checked") for dst in hosts]
         lines.append(src.ljust(width) + "".join(c.ljust(width) for c in row))
     lines.append(f"{good}/{len(by_pair)} node pairs OK")
+    down: dict[str, list[str]] = {}
+    for src in hosts:
+        for entry in results.get(src) or []:
+            if entry.get("kind") == "link" and entry.get("cable") and not entry.get("ok"):
+                down.setdefault(str(entry["cable"]), []).append(src)
+    for cable, ends in down.items():
+        lines.append(f"cable {cable} FAILED (its far end does not answer from {', '.join(ends)})")
     return "\n".join(line.rstrip() for line in lines)

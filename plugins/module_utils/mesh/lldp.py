@@ -9,8 +9,11 @@ neighbour sends one. Both shapes are read here (fixtures in tests/unit/fixtures/
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
 
 
 class LldpError(ValueError):
@@ -84,28 +87,37 @@ def host_by_name(names: Mapping[str, Iterable[str]]) -> dict[str, str]:
     return out
 
 
-def _port_name(spec: Any) -> str:
-    if isinstance(spec, Mapping):
-        return str(spec.get("name") or "")
-    return str(spec or "")
+def _natural(name: str) -> list[Any]:
+    """Sort key that puts data2 before data10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
 
 
 def cabling_report(
     host: str,
-    ports: Mapping[str, Any],
+    cables: Iterable[Mapping[str, Any]] | Mapping[str, Any],
     neighbors: Mapping[str, Mapping[str, str]],
     names: Mapping[str, Iterable[str]],
 ) -> dict[str, list[str]]:
-    """Declared ports against LLDP: {errors: miscablings, silent: ports where LLDP sees nobody}.
+    """Declared cables against LLDP: {errors: miscablings, silent: ports where LLDP sees nobody}.
 
-    ``ports``: the host's mesh_network_ports (peer -> port); ``names``: {inventory name: [hostname,
-    fqdn, ...]} so that a neighbour's system name is mapped back to the inventory.
+    ``cables``: this host's cables, each {ifname, peer, peer_port} (the mesh_network plan's links; peer_port
+    empty when the peer's port is matched by MAC only); ``names``: {inventory name: [hostname, fqdn, ...]}
+    so that a neighbour's system name is mapped back to the inventory. A port that faces another node, or
+    the right node but another port than the inventory says, is a miscabling. A mesh_network_ports mapping
+    ({peer: port or [ports]}) stands for cables whose far ports are not known.
     """
+    if isinstance(cables, Mapping):
+        cables = [
+            {"ifname": cabling.port_name(spec), "peer": peer, "peer_port": ""}
+            for peer, value in cables.items()
+            for spec in cabling.port_specs(value)
+        ]
     lookup = host_by_name(names)
     errors: list[str] = []
     silent: list[str] = []
-    for peer, spec in ports.items():
-        ifname = _port_name(spec)
+    for cable in cables:
+        ifname = str(cable.get("ifname") or "")
+        peer = str(cable.get("peer") or "")
         if not ifname:
             continue  # matched by MAC only: the interface name is known after the apply
         seen = neighbors.get(ifname)
@@ -117,9 +129,14 @@ def cabling_report(
             continue
         sysname = str(seen.get("sysname") or "")
         faces = lookup.get(sysname.lower()) or lookup.get(sysname.partition(".")[0].lower()) or sysname
+        far = peer_port_name(seen)
         if faces != peer:
             shown = faces or f"chassis {seen.get('chassis_id')}"
-            errors.append(f"{host} {ifname} faces {shown} {peer_port_name(seen)}, the inventory says {peer}")
+            errors.append(f"{host} {ifname} faces {shown} {far}, the inventory says {peer}")
+        elif cable.get("peer_port") and far and far != cable["peer_port"]:
+            errors.append(
+                f"{host} {ifname} faces {peer} {far}, the inventory says {peer} {cable['peer_port']}"
+            )
     return {"errors": errors, "silent": silent}
 
 
@@ -129,17 +146,21 @@ def discovered_ports(
     host: str,
     exclude: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """What discover.yml writes for one host: {ports: {peer: ifname}, faces: {ifname: 'peer port'}, unknown}.
+    """What discover.yml writes for one host: {ports: {peer: ifname or [ifnames]}, faces: {ifname: 'peer
+    port'}, unknown}.
 
-    Neighbours that are not inventory hosts (a switch, a host outside the inventory) are listed in
-    ``unknown`` as 'ifname: sysname'; ports in ``exclude`` (the management interface) are skipped.
+    A peer seen on several ports (rails) gets a list, in the order both ends write it: by the port of the
+    end that comes first in ``names``, so the k-th port each end lists is the same cable. Neighbours that
+    are not inventory hosts (a switch, a host outside the inventory) are listed in ``unknown`` as
+    'ifname: sysname'; ports in ``exclude`` (the management interface) are skipped.
     """
     lookup = host_by_name(names)
+    order = list(names)
     skip = set(exclude)
-    ports: dict[str, str] = {}
+    found: dict[str, list[tuple[str, str]]] = {}
     faces: dict[str, str] = {}
     unknown: list[str] = []
-    for ifname in sorted(neighbors):
+    for ifname in sorted(neighbors, key=_natural):
         if ifname in skip:
             continue
         seen = neighbors[ifname]
@@ -148,9 +169,47 @@ def discovered_ports(
         if peer is None or peer == host:
             unknown.append(f"{ifname}: {sysname or seen.get('chassis_id') or '?'}")
             continue
-        if peer in ports:
-            unknown.append(f"{ifname}: {peer} again (already on {ports[peer]})")
-            continue
-        ports[peer] = ifname
+        found.setdefault(peer, []).append((ifname, peer_port_name(seen)))
         faces[ifname] = f"{peer} {peer_port_name(seen)}"
+    ports: dict[str, Any] = {}
+    for peer, ends in found.items():
+        mine_first = host in order and peer in order and order.index(host) < order.index(peer)
+        ends.sort(key=lambda end: _natural(end[0] if mine_first else end[1]))
+        listed = [ifname for ifname, _far in ends]
+        ports[peer] = listed[0] if len(listed) == 1 else listed
     return {"ports": ports, "faces": faces, "unknown": unknown}
+
+
+def data_port_candidates(
+    link_json: Any, addr_json: Any, exclude_addresses: Iterable[str]
+) -> dict[str, list[str]]:
+    """{ports: [...], excluded: [...]} from `ip -j -d link show` and `ip -j addr show`: the Ethernet ports
+    with carrier that may be data ports (not loopback, bridges, bridge members or other virtual links but
+    veths) and, apart, the ones holding an address Ansible connects to (the management interface)."""
+    try:
+        links = json.loads(link_json) if isinstance(link_json, str) else link_json
+        addrs = json.loads(addr_json) if isinstance(addr_json, str) else addr_json
+    except ValueError as exc:
+        raise LldpError(f"`ip -j` output is not JSON: {exc}") from exc
+    skip = set(exclude_addresses)
+    holding = {
+        str(entry.get("ifname"))
+        for entry in addrs or []
+        if isinstance(entry, Mapping)
+        for info in entry.get("addr_info") or []
+        if info.get("local") in skip
+    }
+    ports: list[str] = []
+    for link in links or []:
+        if not isinstance(link, Mapping) or link.get("link_type") != "ether":
+            continue
+        kind = str(((link.get("linkinfo") or {}).get("info_kind")) or "")
+        if kind not in ("", "veth") or link.get("master"):
+            continue
+        if "LOWER_UP" not in (link.get("flags") or []):
+            continue
+        ports.append(str(link["ifname"]))
+    return {
+        "ports": sorted((p for p in ports if p not in holding), key=_natural),
+        "excluded": sorted(holding, key=_natural),
+    }

@@ -28,6 +28,7 @@ from typing import Any
 HEADER_BYTES = 28
 
 _REPLY = re.compile(r"bytes from .*?time[=<]([0-9.]+) ms")
+_TTL = re.compile(r"bytes from .*?ttl=(\d+)")
 _COUNTS = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
 # iputils only, after any "+N duplicates" / "+N corrupted" on the same line.
 _ERRORS = re.compile(r"packets transmitted, .*?\+(\d+) errors")
@@ -75,8 +76,8 @@ def argv(
 def parse(text: str) -> dict[str, Any]:
     """What the output holds, None where it holds nothing (a ping that failed early prints no summary).
 
-    transmitted, received, errors: the summary counters; replies_ms: each reply's round trip;
-    min_ms, avg_ms, max_ms, mdev_ms: the summary's rtt line (mdev None on busybox).
+    transmitted, received, errors: the summary counters; replies_ms: each reply's round trip; ttls: each
+    reply's TTL; min_ms, avg_ms, max_ms, mdev_ms: the summary's rtt line (mdev None on busybox).
     """
     if not isinstance(text, str):
         raise PingError(f"ping output must be text, got {type(text).__name__}")
@@ -88,11 +89,24 @@ def parse(text: str) -> dict[str, Any]:
         "received": int(counts.group(2)) if counts else None,
         "errors": (int(errors.group(1)) if errors else 0) if counts else None,
         "replies_ms": [float(m.group(1)) for m in _REPLY.finditer(text)],
+        "ttls": [int(m.group(1)) for m in _TTL.finditer(text)],
         "min_ms": float(rtt.group(1)) if rtt else None,
         "avg_ms": float(rtt.group(2)) if rtt else None,
         "max_ms": float(rtt.group(3)) if rtt else None,
         "mdev_ms": float(rtt.group(4)) if rtt and rtt.group(4) else None,
     }
+
+
+def hops_from_ttl(ttl: int | None) -> int | None:
+    """Routers a reply crossed plus one (the hops of the path back), from its TTL.
+
+    Hosts start replies at 64 (Linux), 128 or 255; each forwarding node takes one off, so a direct peer's
+    reply arrives with the start value and a reply that crossed one node in between with one less.
+    """
+    if ttl is None or ttl <= 0 or ttl > 255:
+        return None
+    start = next(s for s in (64, 128, 255) if ttl <= s)
+    return start - ttl + 1
 
 
 def rtt_stats(text: str) -> dict[str, Any]:

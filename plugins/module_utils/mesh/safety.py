@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
 
 try:
     from netaddr import AddrFormatError, IPAddress, IPNetwork
@@ -205,17 +206,29 @@ def read_netplan(doc: Any, nodeaddr_ifname: str, text: str = "") -> dict[str, An
             continue
         cidrs = [str(c) for c in entry.get("addresses") or []]
         routes = [r for r in entry.get("routes") or [] if isinstance(r, Mapping)]
-        if len(cidrs) != 1 or not routes:
+        if len(cidrs) != 1 or not (routes or str(ifname) in recorded):
             continue  # not a mesh link of ours (switched fabric port, hand-made entry)
         net = IPNetwork(cidrs[0])
+        if routes:
+            # The first route is the peer's own node address, over this cable.
+            peer_address = str(routes[0].get("via") or "")
+            peer_node_address = str(routes[0].get("to") or "").partition("/")[0]
+        else:
+            # A further cable to the same peer (rails) carries no route: its far end is the subnet's other
+            # address.
+            ends = [IPAddress(net.first), IPAddress(net.first + 1)]
+            if net.prefixlen < 31:
+                ends = [IPAddress(net.first + 1), IPAddress(net.first + 2)]
+            peer_address = str(next((e for e in ends if e != net.ip), ""))
+            peer_node_address = ""
         links.append(
             {
                 "ifname": str(ifname),
                 "address": str(net.ip),
                 "prefix": net.prefixlen,
                 "subnet": str(net.cidr),
-                "peer_address": str(routes[0].get("via") or ""),
-                "peer_node_address": str(routes[0].get("to") or "").partition("/")[0],
+                "peer_address": peer_address,
+                "peer_node_address": peer_node_address,
                 "peer": recorded.get(str(ifname), ""),
             }
         )
@@ -226,15 +239,10 @@ def _declared_peer(ports: Any, ifname: str) -> str | None:
     """The peer whose declared port (by name) is ``ifname``."""
     if not isinstance(ports, Mapping):
         return None
-    for peer, spec in ports.items():
-        name = spec.get("name") if isinstance(spec, Mapping) else spec
-        if name == ifname:
+    for peer, value in ports.items():
+        if any(cabling.port_name(spec) == ifname for spec in cabling.port_specs(value)):
             return str(peer)
     return None
-
-
-def _pair(a: str, b: str) -> tuple[str, str]:
-    return (a, b) if a < b else (b, a)
 
 
 def anchored_layout(
@@ -245,36 +253,57 @@ def anchored_layout(
     node_pool: Any,
     renumber: bool = False,
     ports: Mapping[str, Any] | None = None,
+    cables: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Node addresses and link subnets, the ones in use kept, new ones added.
+    """Node addresses and cable subnets, the ones in use kept, new ones added.
 
     ``existing``: {host: read_netplan(...)} for the hosts whose file could be read; ``ports``: {host:
     mesh_network_ports}, used to name the peer of a link whose peer's file was not read (--limit,
-    unreachable). Without anything in
-    use this is exactly the positional plan (mesh_links / node_addresses). With addresses in use: each
-    host keeps its node address and each pair of hosts keeps its subnet and both ends' addresses,
-    whatever the order of ``hosts``; a new host or pair gets its positional value when that is free,
-    else the first free one. ``changes`` lists the links whose subnet would differ from what is in use
-    (only when the pool or prefix no longer holds it, or with renumber, which takes the positional
-    plan); ``errors`` is non-empty when something in use would change and ``renumber`` is false.
+    unreachable); ``cables``: the cabling (cabling.cables), one cable per pair when not given. Without
+    anything in use this is exactly the positional plan (mesh_links / node_addresses). With addresses in
+    use: each host keeps its node address and each cable keeps its subnet and both ends' addresses, whatever
+    the order of ``hosts``; a new host or cable gets its positional value when that is free, else the first
+    free one. A pair with several cables (rails) tells them apart by this host's port. ``changes`` lists the
+    links whose subnet would differ from what is in use (only when the pool or prefix no longer holds it, or
+    with renumber, which takes the positional plan); ``errors`` is non-empty when something in use would
+    change and ``renumber`` is false.
 
     Returns {nodes: {host: address}, links: [{a, b, subnet, a_ip, b_ip}], kept: N, changes, errors}.
     """
     names = ma.check_hosts(hosts)
-    positional_links = ma.mesh_links(names, link_pool, link_prefix)
-    positional_nodes = ma.node_addresses(names, node_pool)
     lpool = ma.parse_pool(link_pool)
     plen = ma.parse_prefix(link_prefix, lpool)
+    if cables is None:
+        positional_links = ma.mesh_links(names, link_pool, link_prefix)
+        cable_list = cabling.full_mesh_cables(names)
+    else:
+        cable_list = [dict(c) for c in cables]
+        positional_links = ma.cable_links(names, cable_list, lpool, plen)
+    positional_nodes = ma.node_addresses(names, node_pool)
     npool = ma.parse_pool(node_pool, "node pool")
+    graph = cabling.Graph(names, cable_list)
 
-    # Who is who: node addresses in use, and each pair's subnet with both ends' addresses.
+    def cable_of(host: str, peer: str, ifname: str) -> tuple[str, str, int] | None:
+        """The cable of this pair that ends on ``host``'s port ``ifname`` (the only one, if one)."""
+        if host not in graph.index or peer not in graph.index:
+            return None
+        between = graph.cables_between(host, peer)
+        if len(between) == 1:
+            return (*graph.pair(host, peer), 0)
+        for cable in between:
+            side = cable["a_port"] if cable["a"] == host else cable["b_port"]
+            if cabling.port_name(side) == ifname:
+                return (cable["a"], cable["b"], int(cable["k"]))
+        return None
+
+    # Who is who: node addresses in use, and each cable's subnet with both ends' addresses.
     used_nodes: dict[str, str] = {}
     for host in names:
         address = str((existing.get(host) or {}).get("node_address") or "")
         if address:
             used_nodes[host] = address
     by_node_address = {addr: host for host, addr in used_nodes.items()}
-    used_links: dict[tuple[str, str], dict[str, str]] = {}
+    used_links: dict[tuple[str, str, int], dict[str, str]] = {}
     reserved: set[str] = set()
     conflicts: list[str] = []
     for host in names:
@@ -298,31 +327,40 @@ def anchored_layout(
                     by_node_address[used_nodes[peer]] = peer
             if peer is None or peer not in names:
                 continue  # a peer no longer in the list (removed) or not read: keep its subnet reserved
-            pair = _pair(host, peer)
-            seen = used_links.get(pair)
+            key = cable_of(host, peer, str(link["ifname"]))
+            if key is None:
+                continue  # no such cable any more: keep its subnet reserved
+            seen = used_links.get(key)
             if seen is None:
-                used_links[pair] = {
+                used_links[key] = {
                     "subnet": str(link["subnet"]),
                     host: str(link["address"]),
                     peer: str(link["peer_address"]),
                 }
             elif seen["subnet"] != str(link["subnet"]):
                 conflicts.append(
-                    f"link {pair[0]}-{pair[1]}: {host}'s file has {link['subnet']}, "
-                    f"the other end {seen['subnet']}"
+                    f"link {key[0]}-{key[1]}{f' cable {key[2] + 1}' if key[2] else ''}: {host}'s file has "
+                    f"{link['subnet']}, the other end {seen['subnet']}"
                 )
+
+    def label(link: Mapping[str, Any]) -> str:
+        k = int(link.get("k") or 0)
+        return f"{link['a']}-{link['b']}" + (f" cable {k + 1}" if k else "")
+
+    def key_of(link: Mapping[str, Any]) -> tuple[str, str, int]:
+        return (*graph.pair(link["a"], link["b"]), int(link.get("k") or 0))
+
     changes: list[str] = []
     if renumber:
         for link in positional_links:
-            pair = _pair(link["a"], link["b"])
-            old = used_links.get(pair)
+            old = used_links.get(key_of(link))
             if old is not None and (
                 old["subnet"] != link["subnet"]
                 or old.get(link["a"]) != link["a_ip"]
                 or old.get(link["b"]) != link["b_ip"]
             ):
                 changes.append(
-                    f"{link['a']}-{link['b']} {old['subnet']} -> {link['subnet']} "
+                    f"{label(link)} {old['subnet']} -> {link['subnet']} "
                     f"({link['a']} {old.get(link['a'])} -> {link['a_ip']})"
                 )
         for host, address in used_nodes.items():
@@ -343,19 +381,20 @@ def anchored_layout(
             nodes[host] = address
         else:
             changes.append(f"{host} node address {address} is outside mesh_network_node_pool {npool.cidr}")
-    keep: dict[tuple[str, str], dict[str, str]] = {}
-    for pair, old in used_links.items():
+    keep: dict[tuple[str, str, int], dict[str, str]] = {}
+    for key, old in used_links.items():
         net = IPNetwork(old["subnet"])
         if net.prefixlen == plen and net in lpool:
-            keep[pair] = old
-        elif net not in lpool:
+            keep[key] = old
+            continue
+        shown = f"{key[0]}-{key[1]}" + (f" cable {key[2] + 1}" if key[2] else "")
+        if net not in lpool:
             changes.append(
-                f"{pair[0]}-{pair[1]} {old['subnet']} is outside mesh_network_link_pool {lpool.cidr} "
-                f"(/{plen} links)"
+                f"{shown} {old['subnet']} is outside mesh_network_link_pool {lpool.cidr} (/{plen} links)"
             )
         else:  # inside the pool; only the link size differs
             changes.append(
-                f"{pair[0]}-{pair[1]} {old['subnet']} is a /{net.prefixlen} link, mesh_network_link_prefix "
+                f"{shown} {old['subnet']} is a /{net.prefixlen} link, mesh_network_link_prefix "
                 f"asks for /{plen}"
             )
     errors = [*conflicts]
@@ -379,12 +418,13 @@ def anchored_layout(
 
     taken_subnets = reserved | {old["subnet"] for old in keep.values()}
     free_subnets = (str(s) for s in lpool.subnet(plen))
-    links: list[dict[str, str]] = []
+    links: list[dict[str, Any]] = []
     kept = 0
     for link in positional_links:
-        pair = _pair(link["a"], link["b"])
-        if pair in keep:
-            old = keep[pair]
+        key = key_of(link)
+        extra = {k: link[k] for k in ("a_port", "b_port", "k") if k in link}
+        if key in keep:
+            old = keep[key]
             links.append(
                 {
                     "a": link["a"],
@@ -392,6 +432,7 @@ def anchored_layout(
                     "subnet": old["subnet"],
                     "a_ip": old[link["a"]],
                     "b_ip": old[link["b"]],
+                    **extra,
                 }
             )
             kept += 1
@@ -401,7 +442,7 @@ def anchored_layout(
             subnet = next((s for s in free_subnets if s not in taken_subnets), "")
             if not subnet:
                 raise ma.MeshAddressingError(
-                    f"pool {lpool.cidr} is too small: no free /{plen} subnet left for {link['a']}-{link['b']}"
+                    f"pool {lpool.cidr} is too small: no free /{plen} subnet left for {label(link)}"
                 )
         taken_subnets.add(subnet)
         net = IPNetwork(subnet)
@@ -413,6 +454,7 @@ def anchored_layout(
                 "subnet": subnet,
                 "a_ip": str(IPAddress(a_ip)),
                 "b_ip": str(IPAddress(b_ip)),
+                **extra,
             }
         )
     return {"nodes": nodes, "links": links, "kept": kept, "changes": changes, "errors": errors}

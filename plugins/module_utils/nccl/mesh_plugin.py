@@ -1,18 +1,24 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Whether a node needs the Mesh NCCL net plugin, and the NCCL environment that follows.
+"""Whether a node needs the Mesh NCCL net plugin, and the NCCL environment that follows from the cabling.
 
-NCCL 2.30.7 added ``NCCL_IB_SUBNET_AWARE_ROUTING=1``: its built-in IB/RoCE transport then picks, per
-peer, the local NIC on the peer's subnet, which is what a direct-connect mesh needs. Older NCCL (torch
-2.11 ships 2.28.9) needs the plugin (files/plugin_src, ``NCCL_NET_PLUGIN=mesh``). An unknown version
-(a CPU-only torch, no venv yet) gets the plugin too: it works with any NCCL that loads net plugins.
+NCCL 2.30.7 added ``NCCL_IB_SUBNET_AWARE_ROUTING=1``: its built-in IB/RoCE transport then corrects, per
+connection, a local NIC that is not on the peer's subnet, compared at ``NCCL_IB_SUBNET_PREFIX_LEN`` bits
+(default 24, so the cables' prefix is set). It can only correct a connection when one end's device already
+faces the other, sends at most two GIDs per listener, and has no path to a node without a cable; where the
+cabling (mesh_network's ``mesh_network_cabling`` fact) needs more, and for older NCCL (torch 2.11 ships
+2.28.9), the plugin (files/plugin_src, ``NCCL_NET_PLUGIN=mesh``) routes per peer instead. An unknown
+version (a CPU-only torch, no venv yet) gets the plugin too. docs/nccl_plugin.md cites the NCCL source lines.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 BUILTIN_SUBNET_ROUTING = (2, 30, 7)
+# GIDs a listener puts in its handle (src/transport/net_ib/connect.cc:57, listenGids[2]).
+BUILTIN_LISTEN_GIDS = 2
 TRANSPORTS = {"rdma": "verbs", "tcp": "tcp"}
 MAX_NSOCKS = 16
 _VERSION_RE = re.compile(r"^\s*(\d+)\.(\d+)\.(\d+)\s*$")
@@ -64,6 +70,37 @@ def settings_errors(*, nsocks: Any, debug: Any, gid_index: Any, ifname: Any, pre
     return errors
 
 
+def builtin_limits(cabling: Mapping[str, Any]) -> list[str]:
+    """Why NCCL's built-in subnet-aware routing cannot carry this cabling (empty when it can)."""
+    why = []
+    if cabling.get("non_neighbours"):
+        why.append(
+            f"{cabling.get('shape', 'the cabling')} with nodes {cabling.get('max_hops')} cables apart: "
+            "NCCL's IB transport has no path to a node without a cable"
+        )
+    if int(cabling.get("max_cables") or 0) > BUILTIN_LISTEN_GIDS:
+        why.append(
+            f"{cabling['max_cables']} cables between two nodes: a listener sends NCCL only "
+            f"{BUILTIN_LISTEN_GIDS} GIDs to match"
+        )
+    problems = list(cabling.get("device_index_problems") or [])
+    if problems:
+        why.append(
+            "NCCL corrects a port only where one end's device of the same index faces the other, and here "
+            f"neither does ({'; '.join(problems[:3])}{'; ...' if len(problems) > 3 else ''})"
+        )
+    return why
+
+
+def cabling_env(cabling: Mapping[str, Any]) -> dict[str, str]:
+    """What the cabling needs of NCCL whatever carries it: ring order's algorithm where nodes lack cables."""
+    if cabling.get("non_neighbours"):
+        # Tree and the other algorithms pair ranks that are no ring neighbours; the ring with ranks in the
+        # order of the cabling (train.yml's rank order) keeps every transfer on a direct cable.
+        return {"NCCL_ALGO": "Ring"}
+    return {}
+
+
 def decide(
     nccl_version: Any,
     *,
@@ -73,27 +110,52 @@ def decide(
     gid_index: int | None = None,
     nsocks: int = 4,
     debug: int = 0,
+    cabling: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """{'use_plugin', 'reason', 'nccl', 'env'}: env is what the node's NCCL environment gains."""
+    """{'use_plugin', 'reason', 'nccl', 'env'}: env is what the node's NCCL environment gains.
+
+    ``cabling``: mesh_network's summary of the cabling (shape, link_prefix, max_cables, non_neighbours,
+    max_hops, device_index_problems); without it, a full mesh as before.
+    """
     if transport not in TRANSPORTS:
         raise NcclMeshPluginError(f"transport must be 'rdma' or 'tcp', got {transport!r}")
+    cabling = dict(cabling or {})
     version = parse_nccl_version(nccl_version)
     shown = ".".join(map(str, version)) if version else None
     builtin = ".".join(map(str, BUILTIN_SUBNET_ROUTING))
-    if version is not None and version >= BUILTIN_SUBNET_ROUTING and not force:
+    shape = str(cabling.get("shape") or "mesh").replace("_", " ")
+    limits = builtin_limits(cabling) if transport == "rdma" else []
+    extra = cabling_env(cabling)
+    if version is not None and version >= BUILTIN_SUBNET_ROUTING and not force and not limits:
+        env = {"NCCL_IB_SUBNET_AWARE_ROUTING": "1"}
+        details = "NCCL_IB_SUBNET_AWARE_ROUTING=1"
+        if cabling.get("link_prefix"):
+            # NCCL compares GIDs at 24 bits unless told: every /30 of a /24 pool would look like one subnet.
+            env["NCCL_IB_SUBNET_PREFIX_LEN"] = str(int(cabling["link_prefix"]))
+            # Both ends of a connection on the same device index, the premise of the correction above.
+            env["NCCL_CROSS_NIC"] = "0"
+            details += f", NCCL_IB_SUBNET_PREFIX_LEN={env['NCCL_IB_SUBNET_PREFIX_LEN']}, NCCL_CROSS_NIC=0"
+            if int(cabling.get("max_cables") or 0) <= 1 and len(cabling.get("order") or []) > 2:
+                # A fused NIC's ports all have to reach the peer; here they face different peers.
+                env["NCCL_IB_MERGE_NICS"] = "0"
+                details += ", NCCL_IB_MERGE_NICS=0"
+        env.update(extra)
         return {
             "use_plugin": False,
             "nccl": shown,
-            "reason": f"NCCL {shown} >= {builtin}: built-in subnet-aware routing"
-            " (NCCL_IB_SUBNET_AWARE_ROUTING=1)",
-            "env": {"NCCL_IB_SUBNET_AWARE_ROUTING": "1"},
+            "reason": f"NCCL {shown} >= {builtin} on a {shape}: built-in subnet-aware routing ({details})",
+            "env": env,
         }
     if force:
         reason = "forced (nccl_mesh_plugin_force)"
     elif version is None:
         reason = "NCCL version unknown (no NCCL in the venv's torch): the plugin"
-    else:
+    elif version < BUILTIN_SUBNET_ROUTING:
         reason = f"NCCL {shown} < {builtin} has no subnet-aware routing: the plugin"
+    else:
+        reason = f"NCCL {shown} on a {shape.replace('_', ' ')}, beyond its built-in routing: " + "; ".join(
+            limits
+        )
     env = {"NCCL_NET_PLUGIN": "mesh", "NCCL_MESH_TRANSPORT": TRANSPORTS[transport]}
     if ifname:
         env["NCCL_MESH_IFNAME"] = str(ifname)
@@ -103,4 +165,5 @@ def decide(
         env["NCCL_MESH_NSOCKS"] = str(int(nsocks))
     if debug:
         env["NCCL_MESH_DEBUG"] = str(int(debug))
+    env.update(extra)
     return {"use_plugin": True, "nccl": shown, "reason": reason, "env": env}

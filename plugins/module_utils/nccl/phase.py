@@ -106,6 +106,7 @@ NCCL_MESH_PLUGIN_CHECK_SPEC: dict[str, Any] = {
     "nsocks": {"type": "raw", "required": True},
     "debug": {"type": "raw", "required": True},
     "prefix": {"type": "raw", "required": True},
+    "cabling": {"type": "dict", "default": {}},
 }
 
 
@@ -125,6 +126,7 @@ def nccl_mesh_plugin_check(p: Mapping[str, Any]) -> Result:
             gid_index=p["gid_index"],
             nsocks=p["nsocks"],
             debug=p["debug"],
+            cabling=p.get("cabling") or {},
         )
     except mp.NcclMeshPluginError as exc:
         return {"errors": [f"nccl_mesh_plugin: {exc}"], "plan": {}}

@@ -56,8 +56,10 @@ def _candidate_pairs(hosts: list[str], pattern: str) -> list[tuple[str, str]]:
 def links(plans: dict[str, Any], hosts: Any, pattern: str = "all_pairs") -> list[dict[str, Any]]:
     """The links to measure, from the mesh_network plan of every host (``mesh_network_plan`` facts).
 
-    Mesh: the direct link between each pair (the pair's link addresses and ports). Switched: the fabric
-    port and address of each end. Each entry: a, b, a_ifname, b_ifname, a_address, b_address, label.
+    Mesh: every cable between the pattern's pairs (all_pairs: every cable there is; ring: the cables between
+    each host and the next, which must exist), with the cable's addresses and ports; a pair joined by several
+    cables (rails) has one link per cable. Switched: the fabric port and address of each end. Each entry: a,
+    b, k (the cable's number within its pair), a_ifname, b_ifname, a_address, b_address, label.
     """
     names = check_hosts(hosts)
     if not isinstance(plans, dict):
@@ -66,29 +68,53 @@ def links(plans: dict[str, Any], hosts: Any, pattern: str = "all_pairs") -> list
     if missing:
         raise VerifyError(f"no mesh_network plan for {', '.join(missing)} (did mesh_network run on them?)")
     out: list[dict[str, Any]] = []
-    for a, b in _candidate_pairs(names, pattern):
+    mesh = any(plans[h].get("topology") != "switched" for h in names)
+    pairs = _candidate_pairs(names, pattern)
+    if mesh and pattern == "all_pairs":
+        # Every cable: node pairs without one are reached over several cables, which verify's reachability
+        # checks (hop counts); a link measurement is of one cable.
+        pairs = [(a, b) for a, b in pairs if any(x.get("peer") == b for x in plans[a].get("links", []))]
+    for a, b in pairs:
         plan_a, plan_b = plans[a], plans[b]
         if plan_a.get("topology") == "switched":
-            end_a = {"ifname": plan_a["fabric"]["name"], "address": plan_a["node_address"]}
-            end_b = {"ifname": plan_b["fabric"]["name"], "address": plan_b["node_address"]}
+            ends = [
+                (
+                    0,
+                    {"ifname": plan_a["fabric"]["name"], "address": plan_a["node_address"]},
+                    {"ifname": plan_b["fabric"]["name"], "address": plan_b["node_address"]},
+                )
+            ]
         else:
-            link_a = next((x for x in plan_a.get("links", []) if x.get("peer") == b), None)
-            link_b = next((x for x in plan_b.get("links", []) if x.get("peer") == a), None)
-            if link_a is None or link_b is None:
+            side_a = [x for x in plan_a.get("links", []) if x.get("peer") == b]
+            side_b = {int(x.get("k") or 0): x for x in plan_b.get("links", []) if x.get("peer") == a}
+            if not side_a or not side_b:
                 raise VerifyError(f"no direct link between {a} and {b} in the mesh plans")
-            end_a = {"ifname": link_a["ifname"], "address": link_a["address"]}
-            end_b = {"ifname": link_b["ifname"], "address": link_b["address"]}
-        out.append(
-            {
-                "a": a,
-                "b": b,
-                "a_ifname": end_a["ifname"],
-                "b_ifname": end_b["ifname"],
-                "a_address": end_a["address"],
-                "b_address": end_b["address"],
-                "label": f"{a}:{end_a['ifname']} <-> {b}:{end_b['ifname']}",
-            }
-        )
+            ends = []
+            for link_a in side_a:
+                k = int(link_a.get("k") or 0)
+                link_b = side_b.get(k)
+                if link_b is None:
+                    raise VerifyError(f"{b}'s plan has no cable {k + 1} to {a}, {a}'s has")
+                ends.append(
+                    (
+                        k,
+                        {"ifname": link_a["ifname"], "address": link_a["address"]},
+                        {"ifname": link_b["ifname"], "address": link_b["address"]},
+                    )
+                )
+        for k, end_a, end_b in ends:
+            out.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "k": k,
+                    "a_ifname": end_a["ifname"],
+                    "b_ifname": end_b["ifname"],
+                    "a_address": end_a["address"],
+                    "b_address": end_b["address"],
+                    "label": f"{a}:{end_a['ifname']} <-> {b}:{end_b['ifname']}",
+                }
+            )
     return out
 
 
@@ -116,18 +142,22 @@ def tournament_rounds(hosts: Any) -> list[list[tuple[str, str]]]:
     return rounds
 
 
-def greedy_rounds(pairs: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """Put each pair into the first round where neither end is busy (optimal for paths and rings)."""
-    rounds: list[list[tuple[str, str]]] = []
+def greedy_rounds(pairs: list[tuple[Any, ...]]) -> list[list[tuple[Any, ...]]]:
+    """Put each pair into the first round where neither end is busy (optimal for paths and rings).
+
+    A pair is (a, b) or (a, b, cable): the first two entries are the nodes it keeps busy.
+    """
+    rounds: list[list[tuple[Any, ...]]] = []
     busy: list[set[str]] = []
-    for a, b in pairs:
+    for pair in pairs:
+        a, b = pair[0], pair[1]
         for index, used in enumerate(busy):
             if a not in used and b not in used:
-                rounds[index].append((a, b))
+                rounds[index].append(pair)
                 used.update((a, b))
                 break
         else:
-            rounds.append([(a, b)])
+            rounds.append([pair])
             busy.append({a, b})
     return rounds
 
@@ -157,12 +187,13 @@ def schedule(
         raise VerifyError(f"max_concurrent {max_concurrent!r} must be 0 (no limit) or positive")
     if not isinstance(link_list, list):
         raise VerifyError(f"links must be a list, got {type(link_list).__name__}")
-    by_pair = {(x["a"], x["b"]): x for x in link_list}
-    for a, b in by_pair:
+    # One entry per cable: a pair joined by several cables (rails) measures each in a round of its own.
+    by_pair = {(x["a"], x["b"], int(x.get("k") or 0)): x for x in link_list}
+    for a, b, _k in by_pair:
         if a not in names or b not in names:
             raise VerifyError(f"link {a} <-> {b} names a host outside {names}")
     if pattern == "all_pairs":
-        raw = [[p for p in rnd if p in by_pair] for rnd in tournament_rounds(names)]
+        raw = [[(a, b, 0) for a, b in rnd if (a, b, 0) in by_pair] for rnd in tournament_rounds(names)]
         raw += greedy_rounds([p for p in by_pair if not any(p in rnd for rnd in raw)])
     elif pattern == "ring":
         raw = greedy_rounds(list(by_pair))

@@ -32,10 +32,9 @@ def test_mesh_links_filter_matches_issue_example() -> None:
     [
         ("mesh_links", (["a", "b", "a"], "192.168.100.0/22", 30), "mesh_links: duplicate host 'a'"),
         ("mesh_links", (["a", "b"], "192.168.100.0/22", 40), "prefix 40"),
-        ("mesh_switched_addresses", (["a"], "300.1.1.0/24"), "'300.1.1.0/24'"),
         ("mesh_node_addresses", (["a"], 5), "node pool 5"),
-        ("mesh_pool_errors", ("x", "10.0.0.0/8"), "pools 'x'"),
         ("mesh_netplan", ({"topology": "mesh"}, "big"), "mtu 'big'"),
+        ("mesh_node_order", (["a", "a"],), "mesh_node_order: duplicate host 'a'"),
     ],
 )
 def test_filter_errors(name: str, args: tuple[object, ...], needle: str) -> None:
@@ -44,11 +43,46 @@ def test_filter_errors(name: str, args: tuple[object, ...], needle: str) -> None
     assert needle in str(info.value)
 
 
-def test_mtu_errors_filter() -> None:
-    assert FILTERS["mesh_mtu_errors"]("9000", "mesh_network_mtu") == []
-    assert FILTERS["mesh_mtu_errors"]("65000", "mesh_network_mtu") == [
-        "mesh_network_mtu '65000' must be an integer in 1280..9216"
+def test_only_the_operator_filters_are_public() -> None:
+    assert sorted(FILTERS) == [
+        "mesh_links",
+        "mesh_netplan",
+        "mesh_node_addresses",
+        "mesh_node_order",
+        "mesh_reachability_table",
     ]
+
+
+def test_mesh_links_with_ports_follow_the_cabling() -> None:
+    ring = {
+        "n1": {"n2": "d1", "n4": "d0"},
+        "n2": {"n1": "d0", "n3": "d1"},
+        "n3": {"n2": "d0", "n4": "d1"},
+        "n4": {"n3": "d0", "n1": "d1"},
+    }
+    links = FILTERS["mesh_links"](["n1", "n2", "n3", "n4"], "192.168.100.0/22", 30, ports=ring)
+    assert [(x["a"], x["b"], x["a_port"], x["b_port"]) for x in links] == [
+        ("n1", "n2", "d1", "d0"),
+        ("n2", "n3", "d1", "d0"),
+        ("n1", "n4", "d0", "d1"),
+        ("n3", "n4", "d1", "d0"),
+    ]
+    # The full mesh's subnets of those pairs: pair (i, j) takes number j(j-1)/2 + i.
+    assert [x["subnet"] for x in links] == [
+        "192.168.100.0/30",
+        "192.168.100.8/30",
+        "192.168.100.12/30",
+        "192.168.100.20/30",
+    ]
+    with pytest.raises(AnsibleFilterError, match="n2: mesh_network_ports has no port for peer 'n1'"):
+        FILTERS["mesh_links"](["n1", "n2"], "192.168.100.0/22", 30, ports={"n1": {"n2": "d0"}, "n2": {}})
+
+
+def test_mesh_node_order_follows_the_ring() -> None:
+    ring = {"n1": {"n3": "d0", "n4": "d1"}, "n2": {"n3": "d0", "n4": "d1"}, "n3": {"n1": "d0", "n2": "d1"}}
+    ring["n4"] = {"n1": "d0", "n2": "d1"}
+    assert FILTERS["mesh_node_order"](["n1", "n2", "n3", "n4"], ring) == ["n1", "n3", "n2", "n4"]
+    assert FILTERS["mesh_node_order"](["n1", "n2", "n3"]) == ["n1", "n2", "n3"]
 
 
 def test_pool_and_mtu_arguments_are_required() -> None:
@@ -56,19 +90,10 @@ def test_pool_and_mtu_arguments_are_required() -> None:
     for name, args in [
         ("mesh_links", (["a", "b"],)),
         ("mesh_node_addresses", (["a"],)),
-        ("mesh_switched_addresses", (["a"],)),
         ("mesh_netplan", ({"topology": "mesh"},)),
-        ("mesh_path_checks", ({"topology": "mesh"},)),
-        ("mesh_plan_errors", (["a", "b"], "mesh")),
     ]:
         with pytest.raises(TypeError):
             FILTERS[name](*args)
-
-
-def test_port_errors_reports_a_bad_host_list_instead_of_raising() -> None:
-    # validate.yml adds this list to the others; an exception would hide every message.
-    errs = FILTERS["mesh_port_errors"]("a", ["a", "b", "a"], "mesh", {"b": "eth1"}, "", {"eth1": ""})
-    assert errs == ["duplicate host 'a' in the host list"]
 
 
 def test_filter_resolves_through_ansible() -> None:

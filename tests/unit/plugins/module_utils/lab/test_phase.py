@@ -48,6 +48,8 @@ def test_plans_the_network_as_lab_fabric_does() -> None:
     assert out["plan"] == {"network": wanted, "code_digest": None}
     switched = _check(topology="switched", switches=["sw1"], nodes="2")["plan"]["network"]
     assert [n["name"] for n in switched["nodes"]] == ["node1", "node2", "sw1"]
+    ring = _check(topology="ring", nodes="4")["plan"]["network"]
+    assert ring["nodes"][0]["ports"] == {"node2": "data1", "node4": "data0"}
 
 
 def test_absent_and_crashed_plan_no_network() -> None:
@@ -75,7 +77,10 @@ def test_absent_and_crashed_plan_no_network() -> None:
         ),
         ({"nodes": 99}, "lab_nodes=99: use a whole number from 1 to 32"),
         ({"nodes": "three"}, "lab_nodes=three: use a whole number from 1 to 32"),
-        ({"topology": "ring"}, "lab_topology=ring: use mesh or switched"),
+        ({"topology": "torus"}, "lab_topology=torus: use mesh, switched, ring, chain or rails"),
+        ({"topology": "ring", "nodes": "2"}, "lab_topology=ring takes lab_nodes of 3 or more (got 2)"),
+        ({"topology": "chain", "nodes": "1"}, "lab_topology=chain takes lab_nodes of 2 or more (got 1)"),
+        ({"topology": "rails", "nodes": "3"}, "lab_topology=rails takes lab_nodes=2 (two nodes joined by two"),
         ({"node_prefix": "Node"}, "lab_node_prefix=Node: use 1-12 of [a-z0-9], a letter first"),
         (
             {"mgmt_cidr": "10.94.0.0"},

@@ -78,8 +78,12 @@ def test_bad_lab_names(name: str) -> None:
 
 
 def test_bad_topology_and_counts() -> None:
-    with pytest.raises(lab_plan.LabError, match="topology 'ring'"):
+    with pytest.raises(lab_plan.LabError, match="topology 'star'"):
+        lab_plan.make_plan("lab", nodes(2), "star", "10.99.0.0/24")
+    with pytest.raises(lab_plan.LabError, match="topology ring takes at least 3 nodes, not 2"):
         lab_plan.make_plan("lab", nodes(2), "ring", "10.99.0.0/24")
+    with pytest.raises(lab_plan.LabError, match="topology rails takes exactly 2 nodes, not 3"):
+        lab_plan.make_plan("lab", nodes(3), "rails", "10.99.0.0/24")
     with pytest.raises(lab_plan.LabError, match="node count 0"):
         lab_plan.node_names("node", 0)
     with pytest.raises(lab_plan.LabError, match="node count 33"):
@@ -148,3 +152,35 @@ def test_switches_get_a_management_port_only_at_a_fixed_address() -> None:
 def test_bad_switches_are_refused(switches: list[str], cidr: str, message: str) -> None:
     with pytest.raises(lab_plan.LabError, match=message):
         lab_plan.make_plan("lab", nodes(3), "mesh", cidr, switches)
+
+
+@pytest.mark.parametrize("n", [4, 5, 6])
+def test_ring_two_ports_each_previous_on_data0_next_on_data1(n: int) -> None:
+    plan = lab_plan.make_plan("ring", nodes(n), "ring", "10.99.0.0/24")
+    assert len(plan.links) == n
+    names = nodes(n)
+    for i, node in enumerate(plan.nodes):
+        assert node.ports == {names[i - 1]: "data0", names[(i + 1) % n]: "data1"}
+        assert sorted(node.macs) == ["data0", "data1"]
+    # The wrap cable: node1 data0 to the last node's data1, node1 named first (a).
+    assert vars(plan.links[-1]) == {"a": "node1", "a_if": "data0", "b": f"node{n}", "b_if": "data1"}
+
+
+def test_chain_ends_have_one_port() -> None:
+    plan = lab_plan.make_plan("chain", nodes(4), "chain", "10.99.0.0/24")
+    assert [n.ports for n in plan.nodes] == [
+        {"node2": "data1"},
+        {"node1": "data0", "node3": "data1"},
+        {"node2": "data0", "node4": "data1"},
+        {"node3": "data0"},
+    ]
+
+
+def test_rails_two_cables_listed_in_the_same_order_at_both_ends() -> None:
+    plan = lab_plan.make_plan("rails", nodes(2), "rails", "10.99.0.0/24")
+    assert [vars(link) for link in plan.links] == [
+        {"a": "node1", "a_if": "data0", "b": "node2", "b_if": "data0"},
+        {"a": "node1", "a_if": "data1", "b": "node2", "b_if": "data1"},
+    ]
+    assert [n.ports for n in plan.nodes] == [{"node2": ["data0", "data1"]}, {"node1": ["data0", "data1"]}]
+    assert plan.as_dict()["cabled"] is True

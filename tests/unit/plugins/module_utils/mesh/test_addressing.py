@@ -259,12 +259,19 @@ def test_port_errors_good_mesh_by_name_and_mac() -> None:
     ifaces = IFACES
     ports = {"n2": "enp1s0f0np0", "n3": {"macaddress": "5c:25:73:00:00:11"}}
     assert ma.port_errors("n1", ["n1", "n2", "n3"], "mesh", ports, None, ifaces) == []
+    # A peer without a cable (ring, chain) is no error here; whether both ends agree is the graph's check.
+    assert ma.port_errors("n1", ["n1", "n2", "n3"], "mesh", {"n2": "enp1s0f0np0"}, None, ifaces) == []
+    # Two cables to one peer (rails).
+    rails = {"n2": ["enp1s0f0np0", {"macaddress": "5c:25:73:00:00:11"}]}
+    assert ma.port_errors("n1", ["n1", "n2"], "mesh", rails, None, ifaces) == []
 
 
 @pytest.mark.parametrize(
     ("ports", "needle"),
     [
-        ({"n2": "enp1s0f0np0"}, "no port for peer 'n3': the mesh topology expects a full mesh"),
+        ({}, "mesh_network_ports is empty: no cable joins n1 to any other node"),
+        ({"n2": ["enp1s0f0np0", "enp1s0f0np0"]}, "'enp1s0f0np0' is listed twice for 'n2'"),
+        ({"n2": []}, "lists no port for peer 'n2'"),
         ({"n2": "enp1s0f0np0", "n3": "enp9s0"}, "interface 'enp9s0' does not exist"),
         ({"n2": "enp1s0f0np0", "n3": "enp1s0f0np0"}, "'enp1s0f0np0' is used for both 'n2' and 'n3'"),
         (
@@ -328,8 +335,19 @@ def test_host_plans_agree_between_the_two_ends() -> None:
 def test_host_plan_rejects_unknown_host_and_bad_ports() -> None:
     with pytest.raises(ma.MeshAddressingError, match="host 'x' is not in the host list"):
         ma.host_plan("x", ["a", "b"], "mesh", ports={}, interfaces={}, **PLAN_ARGS)
-    with pytest.raises(ma.MeshAddressingError, match="no port for peer 'b'"):
+    with pytest.raises(ma.MeshAddressingError, match="mesh_network_ports is empty: no cable joins a"):
         ma.host_plan("a", ["a", "b"], "mesh", ports={}, interfaces={}, **PLAN_ARGS)
+    # The other end lists the cable, this one does not.
+    with pytest.raises(ma.MeshAddressingError, match="a: mesh_network_ports has no port for peer 'c'"):
+        ma.host_plan(
+            "a",
+            ["a", "b", "c"],
+            "mesh",
+            ports={"b": "eth1"},
+            all_ports={"b": {"a": "eth1", "c": "eth2"}, "c": {"a": "eth1", "b": "eth2"}},
+            interfaces={"eth1": ""},
+            **PLAN_ARGS,
+        )
 
 
 def test_netplan_document_mesh() -> None:

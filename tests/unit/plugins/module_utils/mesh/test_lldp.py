@@ -118,7 +118,7 @@ def test_discovered_ports_from_real_output() -> None:
     }
 
 
-def test_discovered_ports_skip_excluded_unknown_and_repeated_peers() -> None:
+def test_discovered_ports_skip_excluded_and_unknown_and_list_rails() -> None:
     seen = lldp.parse_neighbors(TWO)
     seen["mgmt0"] = {
         "sysname": "switch1",
@@ -130,5 +130,79 @@ def test_discovered_ports_skip_excluded_unknown_and_repeated_peers() -> None:
     seen["data2"] = dict(seen["data0"])
     seen["data3"] = {"sysname": "sw9", "chassis_id": "y", "port_id": "", "port_id_type": "", "port_descr": ""}
     found = lldp.discovered_ports(seen, NAMES, "node1", exclude=["mgmt0"])
-    assert found["ports"] == {"node2": "data0", "node3": "data1"}
-    assert found["unknown"] == ["data2: node2 again (already on data0)", "data3: sw9"]
+    # node2 on two ports (a second cable): a list, ordered by node1's ports (node1 comes first).
+    assert found["ports"] == {"node2": ["data0", "data2"], "node3": "data1"}
+    assert found["unknown"] == ["data3: sw9"]
+
+
+def rails_neighbor(sysname: str, port: str) -> dict[str, str]:
+    return {
+        "sysname": sysname,
+        "chassis_id": "c",
+        "port_id": port,
+        "port_id_type": "ifname",
+        "port_descr": "",
+    }
+
+
+def test_both_ends_list_rails_in_the_same_order() -> None:
+    # node1 data0 <-> node2 data1 and node1 data1 <-> node2 data0 (crossed), and data10 sorts after data2.
+    one = {
+        "data0": rails_neighbor("node2", "data1"),
+        "data1": rails_neighbor("node2", "data0"),
+        "data10": rails_neighbor("node2", "data2"),
+    }
+    two = {
+        "data1": rails_neighbor("node1", "data0"),
+        "data0": rails_neighbor("node1", "data1"),
+        "data2": rails_neighbor("node1", "data10"),
+    }
+    first = lldp.discovered_ports(one, NAMES, "node1")["ports"]["node2"]
+    second = lldp.discovered_ports(two, NAMES, "node2")["ports"]["node1"]
+    assert first == ["data0", "data1", "data10"] and second == ["data1", "data0", "data2"]
+    # Read back as cables, each k-th pair of ports is one cable, and LLDP agrees with every one of them.
+    cables = [{"ifname": a, "peer": "node2", "peer_port": b} for a, b in zip(first, second, strict=True)]
+    assert lldp.cabling_report("node1", cables, one, NAMES) == {"errors": [], "silent": []}
+
+
+def test_the_wrong_far_port_of_the_right_peer_is_a_miscabling() -> None:
+    seen = {"data0": rails_neighbor("node2", "data1"), "data1": rails_neighbor("node2", "data0")}
+    cables = [
+        {"ifname": "data0", "peer": "node2", "peer_port": "data0"},
+        {"ifname": "data1", "peer": "node2", "peer_port": "data1"},
+    ]
+    assert lldp.cabling_report("node1", cables, seen, NAMES)["errors"] == [
+        "node1 data0 faces node2 data1, the inventory says node2 data0",
+        "node1 data1 faces node2 data0, the inventory says node2 data1",
+    ]
+
+
+def test_data_port_candidates_from_ip_json() -> None:
+    links = [
+        {"ifname": "lo", "link_type": "loopback", "flags": ["LOOPBACK", "UP", "LOWER_UP"]},
+        {
+            "ifname": "mgmt0",
+            "link_type": "ether",
+            "flags": ["UP", "LOWER_UP"],
+            "linkinfo": {"info_kind": "veth"},
+        },
+        {
+            "ifname": "data0",
+            "link_type": "ether",
+            "flags": ["UP", "LOWER_UP"],
+            "linkinfo": {"info_kind": "veth"},
+        },
+        {"ifname": "data1", "link_type": "ether", "flags": ["NO-CARRIER", "UP"]},
+        {"ifname": "enp1s0", "link_type": "ether", "flags": ["UP", "LOWER_UP"]},
+        {
+            "ifname": "nodeaddr0",
+            "link_type": "ether",
+            "flags": ["UP", "LOWER_UP"],
+            "linkinfo": {"info_kind": "bridge"},
+        },
+    ]
+    addrs = [{"ifname": "mgmt0", "addr_info": [{"family": "inet", "local": "10.93.0.11"}]}]
+    assert lldp.data_port_candidates(json.dumps(links), json.dumps(addrs), ["10.93.0.11"]) == {
+        "ports": ["data0", "enp1s0"],
+        "excluded": ["mgmt0"],
+    }

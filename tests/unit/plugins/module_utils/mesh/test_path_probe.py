@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.filter.ping import ping_argv
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import path_probe
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import path_probe, ping
 
 # `ip -j route get` and iputils ping output, as on the lab's node1 (tests/unit/fixtures formats).
 ROUTE_MESH0 = (
@@ -95,8 +94,13 @@ def test_probe_pings_as_the_old_tasks_did_and_all_pings_in_one_batch() -> None:
     # Route lookups one by one, then every ping together.
     assert [len(b) for b in runner.batches] == [1, 1, 2]
     assert runner.batches[0] == [["ip", "-j", "route", "get", checks[0]["address"]]]
-    # The same command lines as the tasks' filter gave (count 2, 0.2 s, -W 2, DF payload, source).
-    assert runner.batches[2] == [ping_argv(c, count=2, interval=0.2, wait_s=2) for c in checks]
+    # Count 2, 0.2 s apart, -W 2, the check's DF payload and source, as the role's tasks pinged.
+    assert runner.batches[2] == [
+        ping.argv(
+            c["address"], count=2, interval=0.2, wait_s=2, size=int(c["size"]), source=c["source"] or None
+        )
+        for c in checks
+    ]
     assert runner.batches[2][1][-3:] == ["-I", checks[1]["source"], checks[1]["address"]]
 
 

@@ -16,7 +16,8 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train import super
 # A "rank": sleeps, says so, exits with the code in its RANK_EXIT variable.
 RANK = (
     "import os, time; time.sleep(float(os.environ['RANK_SLEEP'])); "
-    "print('rank', os.environ['RANK'], 'done', flush=True); "
+    # one write: two ranks share the log, and print() may write its pieces apart (PYTHONUNBUFFERED)
+    "os.write(1, f\"rank {os.environ['RANK']} done\\n\".encode()); "
     "raise SystemExit(int(os.environ.get('RANK_EXIT', '0')))"
 )
 # A "launcher": starts two ranks in their own sessions (as torchrun does), writes its pid, waits for them.

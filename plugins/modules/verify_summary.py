@@ -1,0 +1,76 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: verify_summary
+short_description: Summarise fabric verification's all-reduce and RoCE QoS readings
+version_added: "0.1.0"
+description:
+  - The summary phase of the rdmaops.cluster.verify role (an action plugin, run once) - the all-reduce's
+    result from every node's command result (rank 0's JSON line, or every node that failed with its
+    reason), and the RoCE QoS section (switch ports and host ports side by side against C(roce_qos)).
+author:
+  - Rdmaops Developers (@rdmaops)
+options:
+  master:
+    description: The node of rank 0.
+    type: str
+    required: true
+  runs:
+    description: Node to its registered all-reduce command result; omitted when the all-reduce did not run.
+    type: dict
+  qos_roce:
+    description: The RoCE QoS settings; omitted when QoS is not verified.
+    type: dict
+  qos_switches:
+    description: The registered results of M(rdmaops.cluster.switch_qos) in check mode.
+    type: list
+    elements: raw
+    default: []
+  qos_hosts:
+    description: Node to what it said (C(env), C(links), C(ports), C(dcb)).
+    type: dict
+    default: {}
+extends_documentation_fragment:
+  - rdmaops.cluster.phase
+"""
+
+EXAMPLES = r"""
+- name: Summarise
+  rdmaops.cluster.verify_summary:
+    master: node1
+    runs: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all
+              | map('extract', hostvars, 'verify_allreduce_run'))) }}"
+  run_once: true
+  register: verify_summarised
+"""
+
+RETURN = r"""
+errors:
+  description: Input that is not a verify result (no run of the master).
+  returned: always
+  type: list
+  elements: str
+plan:
+  description: C(collective) (the all-reduce result, or null) and C(qos) (the QoS section, or null).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import SUMMARY_SPEC
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=SUMMARY_SPEC, supports_check_mode=True)
+    # Reached only if the action plugin is bypassed: the phase runs on the controller.
+    module.fail_json(msg="verify_summary runs on the controller through its action plugin (rdmaops.cluster)")
+
+
+if __name__ == "__main__":
+    main()

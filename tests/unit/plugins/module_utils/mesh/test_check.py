@@ -1,0 +1,287 @@
+"""The mesh_network role's check phase (plugins/module_utils/mesh/check.py, action mesh_network_check).
+
+What the nodes report is `ip -j addr show` / `ip -j route show default` in iproute2's JSON (the keys a real
+node prints: ifname, address, addr_info with family and local), as tasks/interfaces.yml hands it over.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from unittest.mock import MagicMock
+
+import pytest
+from ansible.parsing.dataloader import DataLoader
+from ansible.playbook.play_context import PlayContext
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_check import ActionModule
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import check as mc
+
+MGMT = "10.93.0.0/24"
+
+
+def ip_addr(index: int, ports: list[str], extra: dict[str, str] | None = None) -> str:
+    """`ip -j addr show` of a lab node: lo, mgmt0 with its management address, the data ports."""
+    links: list[dict[str, Any]] = [
+        {
+            "ifindex": 1,
+            "ifname": "lo",
+            "address": "00:00:00:00:00:00",
+            "addr_info": [{"family": "inet", "local": "127.0.0.1", "prefixlen": 8}],
+        },
+        {
+            "ifindex": 2,
+            "ifname": "mgmt0",
+            "address": f"02:00:00:00:00:{index:02x}",
+            "addr_info": [{"family": "inet", "local": f"10.93.0.{10 + index}", "prefixlen": 24}],
+        },
+    ]
+    for k, port in enumerate(ports):
+        address = (extra or {}).get(port)
+        info = [{"family": "inet", "local": address, "prefixlen": 24}] if address else []
+        links.append(
+            {
+                "ifindex": 3 + k,
+                "ifname": port,
+                "address": f"02:00:00:00:{index:02x}:{k:02x}",
+                "addr_info": info,
+            }
+        )
+    return json.dumps(links)
+
+
+def inventory(port_map: dict[str, dict[str, Any]], /, **changes: Any) -> dict[str, Any]:
+    """The arguments validate.yml passes for the first host, every node of ``port_map`` in the play."""
+    ports = port_map
+    hosts = list(ports)
+    nodes = {}
+    for i, h in enumerate(hosts, start=1):
+        names = sorted(
+            {p for v in ports[h].values() for p in (v if isinstance(v, list) else [v])} | {"data0", "data1"}
+        )
+        nodes[h] = {
+            "addr": ip_addr(i, names),
+            "route": "[]",
+            "netplan": None,
+            "netplan_text": "",
+            "connect": [f"10.93.0.{10 + i}"],
+            "ports": ports[h],
+        }
+    params = {
+        "host": hosts[0],
+        "hosts": hosts,
+        "topology": "mesh",
+        "ports": ports[hosts[0]],
+        "all_ports": ports,
+        "fabric_port": "",
+        "mgmt_cidr": MGMT,
+        "link_pool": "192.168.100.0/22",
+        "link_prefix": 30,
+        "node_pool": "10.255.0.0/24",
+        "fabric_subnet": "192.168.200.0/24",
+        "mtu": 9000,
+        "nodeaddr_ifname": "nodeaddr0",
+        "renumber": False,
+        "nodes": nodes,
+        "apply_targets": ["10.93.0.1"],
+    }
+    params.update(changes)
+    return params
+
+
+def lab_mesh(n: int) -> dict[str, dict[str, Any]]:
+    hosts = [f"node{i}" for i in range(1, n + 1)]
+    return {
+        h: {p: f"data{j if j < i else j - 1}" for j, p in enumerate(hosts) if p != h}
+        for i, h in enumerate(hosts)
+    }
+
+
+def lab_ring(n: int) -> dict[str, dict[str, Any]]:
+    hosts = [f"node{i}" for i in range(1, n + 1)]
+    return {h: {hosts[i - 1]: "data0", hosts[(i + 1) % n]: "data1"} for i, h in enumerate(hosts)}
+
+
+def test_a_full_mesh_gets_the_same_addresses_and_netplan_as_before() -> None:
+    out = mc.check(inventory(lab_mesh(3)))
+    assert out["errors"] == []
+    plan = out["plan"]
+    legacy = ma.host_plan(
+        "node1",
+        ["node1", "node2", "node3"],
+        "mesh",
+        ports=lab_mesh(3)["node1"],
+        interfaces=ma.ip_link_interfaces(ip_addr(1, ["data0", "data1"])),
+        link_pool="192.168.100.0/22",
+        link_prefix=30,
+        node_pool="10.255.0.0/24",
+        fabric_subnet="192.168.200.0/24",
+        nodeaddr_ifname="nodeaddr0",
+    )
+    assert plan["netplan"] == ma.netplan_document(legacy, 9000)
+    assert [(x["ifname"], x["address"], x["peer_address"]) for x in plan["links"]] == [
+        ("data0", "192.168.100.1", "192.168.100.2"),
+        ("data1", "192.168.100.5", "192.168.100.6"),
+    ]
+    assert plan["forwarding"] == [] and plan["renumbering"] is False
+    assert plan["apply_targets"][0] == {
+        "address": "10.93.0.1",
+        "size": 0,
+        "name": "management path to 10.93.0.1",
+    }
+    assert plan["cabling"]["shape"] == "full_mesh" and plan["cabling"]["order"] == ["node1", "node2", "node3"]
+    assert plan["mgmt_identity"] == {
+        "ifname": "mgmt0",
+        "address": "10.93.0.11",
+        "macaddress": "02:00:00:00:00:01",
+    }
+
+
+def test_a_ring_plans_routes_hops_and_the_cabling_summary() -> None:
+    out = mc.check(inventory(lab_ring(4)))
+    assert out["errors"] == []
+    plan, cabling = out["plan"], out["plan"]["cabling"]
+    assert cabling["shape"] == "ring" and cabling["order"] == ["node1", "node2", "node3", "node4"]
+    assert cabling["non_neighbours"] and cabling["max_hops"] == 2 and cabling["link_prefix"] == 30
+    assert cabling["transit"] == ["node1", "node2"] and plan["forwarding"] == ["data1", "data0"]
+    assert plan["hops"] == {"node2": 1, "node3": 2, "node4": 1}
+    routes = plan["netplan"]["network"]["ethernets"]["data1"]["routes"]
+    assert [r["to"] for r in routes] == ["10.255.0.2/32", "10.255.0.3/32"]
+
+
+def error_of(params: dict[str, Any]) -> str:
+    out = mc.check(params)
+    assert out["plan"] == {}
+    return "; ".join(dict.fromkeys(out["errors"]))
+
+
+def with_port(ports: dict[str, Any], host: str, peer: str, value: Any) -> dict[str, Any]:
+    copy = json.loads(json.dumps(ports))
+    if value is None:
+        del copy[host][peer]
+    else:
+        copy[host][peer] = value
+    return copy
+
+
+# The cases of tests/bad_inventories/cases.yml, with the message each must name.
+@pytest.mark.parametrize(
+    ("edit", "expect"),
+    [
+        ({"ports": {"node2": "enp9s9f9np9", "node3": "data1"}}, "interface 'enp9s9f9np9' does not exist"),
+        ({"ports": {"node2": "data0", "node3": "data0"}}, "is used for both 'node2' and 'node3'"),
+        (
+            {"ports": {"node2": {"macaddress": "02:00:5e:00:53:01"}, "node3": "data1"}},
+            "macaddress '02:00:5e:00:53:01' is not on any interface",
+        ),
+        (
+            {"link_pool": "192.168.100.0/22", "node_pool": "192.168.101.0/24"},
+            "mesh_network_link_pool 192.168.100.0/22 overlaps mesh_network_node_pool 192.168.101.0/24",
+        ),
+        ({"link_pool": "10.93.0.0/24"}, "overlaps the management network"),
+        ({"link_prefix": 32}, "prefix 32 is too long"),
+        ({"link_pool": "192.168.100.0/29"}, "pool 192.168.100.0/29 is too small"),
+        ({"hosts": ["node1", "node2", "node3", "node1"]}, "duplicate host 'node1'"),
+        ({"mtu": 65000}, "mesh_network_mtu '65000'"),
+        (
+            {"ports": {"node2": "mgmt0", "node3": "data1"}},
+            "node1: port for peer 'node2' is 'mgmt0', the interface holding 10.93.0.11, "
+            "the address Ansible connects to",
+        ),
+    ],
+)
+def test_the_bad_inventories_are_refused_naming_the_value(edit: dict[str, Any], expect: str) -> None:
+    assert expect in error_of(inventory(lab_mesh(3), **edit))
+
+
+def test_a_pool_that_is_no_cidr_is_named_once() -> None:
+    message = error_of(inventory(lab_mesh(3), link_pool="192.168.300.0/22"))
+    assert "mesh_network_link_pool '192.168.300.0/22' is not a valid CIDR" in message
+    assert message.count("'192.168.300.0/22'") == 1
+
+
+def test_a_port_deleted_at_one_end_names_the_missing_peer() -> None:
+    ports = with_port(lab_mesh(3), "node1", "node3", None)
+    message = error_of(inventory(ports, ports=ports["node1"]))
+    assert "node1: mesh_network_ports has no port for peer 'node3', but node3 lists node1 on data0" in message
+
+
+def test_one_node_under_two_names_is_refused() -> None:
+    params = inventory(lab_mesh(3))
+    params["nodes"]["node2"]["addr"] = params["nodes"]["node1"]["addr"]
+    params["nodes"]["node2"]["connect"] = ["10.93.0.11"]
+    assert "node1 and node2 have the same management address 10.93.0.11" in error_of(params)
+
+
+def test_a_disconnected_cabling_is_refused() -> None:
+    ports = {
+        "node1": {"node2": "data0"},
+        "node2": {"node1": "data0"},
+        "node3": {"node4": "data0"},
+        "node4": {"node3": "data0"},
+    }
+    assert "the cabling is not connected" in error_of(inventory(ports))
+
+
+def test_addresses_in_use_are_kept_when_the_list_is_reordered() -> None:
+    first = inventory(lab_mesh(3))
+    plans = {h: mc.check({**first, "host": h, "ports": lab_mesh(3)[h]})["plan"] for h in lab_mesh(3)}
+    reordered = inventory({h: lab_mesh(3)[h] for h in ["node3", "node2", "node1"]})
+    for h, plan in plans.items():
+        # What the role wrote: the netplan document and the peers comment, read back on the next run.
+        node = reordered["nodes"][h]
+        node["netplan"] = plan["netplan"]
+        node["netplan_text"] = "# rdmaops-mesh-peers: " + json.dumps(
+            {x["ifname"]: x["peer"] for x in plan["links"]}
+        )
+    again = mc.check({**reordered, "host": "node1", "ports": lab_mesh(3)["node1"]})
+    assert again["errors"] == [] and again["plan"]["layout"]["kept"] == 3
+    assert again["plan"]["netplan"] == plans["node1"]["netplan"]
+
+
+def run_action(params: dict[str, Any]) -> dict[str, Any]:
+    task = MagicMock()
+    task.args = params
+    task.async_val = 0
+    task.check_mode = True
+    plugin = ActionModule(task, MagicMock(), PlayContext(), MagicMock(), MagicMock(), MagicMock())
+    return plugin.run(task_vars={})
+
+
+def test_the_action_fails_with_every_error_in_one_message() -> None:
+    out = run_action(inventory(lab_mesh(3), mtu=65000, link_prefix=32))
+    assert out["failed"] is True and out["plan"] == {}
+    assert "mesh_network_mtu '65000' must be an integer in 1280..9216" in out["msg"]
+    assert "prefix 32 is too long" in out["msg"]
+    ok = run_action(inventory(lab_mesh(3)))
+    assert not ok.get("failed") and ok["plan"]["node_address"] == "10.255.0.1" and ok["changed"] is False
+
+
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
+
+
+def render(host: str, plan: dict[str, Any]) -> str:
+    """The role's templates/netplan.yaml.j2, rendered by Ansible's own templar."""
+    source = (
+        Path(__file__).resolve().parents[5] / "roles/mesh_network/templates/netplan.yaml.j2"
+    ).read_text()
+    templar = Templar(
+        loader=DataLoader(),
+        variables={
+            "inventory_hostname": host,
+            "mesh_network_topology": "mesh",
+            "mesh_network_plan": plan,
+        },
+    )
+    return str(templar.template(trust_as_template(source)))
+
+
+@pytest.mark.parametrize("host", ["node1", "node2", "node3"])
+def test_the_3_node_lab_gets_byte_identical_netplan_files(host: str) -> None:
+    params = inventory(lab_mesh(3))
+    out = mc.check({**params, "host": host, "ports": lab_mesh(3)[host]})
+    assert out["errors"] == []
+    assert render(host, out["plan"]) == (FIXTURES / f"netplan_{host}_mesh3_main.yaml.txt").read_text()
