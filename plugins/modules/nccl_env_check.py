@@ -33,7 +33,7 @@ options:
     type: raw
     required: true
   socket_nthreads:
-    description: C(NCCL_SOCKET_NTHREADS) on C(tcp), with O(nsocks_perthread); both empty means NCCL's defaults.
+    description: C(NCCL_SOCKET_NTHREADS) on C(tcp), with O(nsocks_perthread); both empty - NCCL's defaults.
     type: raw
   nsocks_perthread:
     description: C(NCCL_NSOCKS_PERTHREAD) on C(tcp); threads x sockets at most 64.

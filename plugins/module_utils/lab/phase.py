@@ -64,7 +64,8 @@ def _setting_errors(p: Mapping[str, Any]) -> list[str]:
         ),
         (
             p["topology"] in lab_plan.TOPOLOGIES,
-            f"lab_topology={p['topology']}: use {', '.join(lab_plan.TOPOLOGIES[:-1])} or {lab_plan.TOPOLOGIES[-1]}",
+            f"lab_topology={p['topology']}: use {', '.join(lab_plan.TOPOLOGIES[:-1])} or "
+            f"{lab_plan.TOPOLOGIES[-1]}",
         ),
         (
             isinstance(p["node_prefix"], str) and bool(lab_plan.NODE_PREFIX_RE.match(p["node_prefix"])),

@@ -80,7 +80,7 @@ def test_absent_and_crashed_plan_no_network() -> None:
         ({"topology": "torus"}, "lab_topology=torus: use mesh, switched, ring, chain or rails"),
         ({"topology": "ring", "nodes": "2"}, "lab_topology=ring takes lab_nodes of 3 or more (got 2)"),
         ({"topology": "chain", "nodes": "1"}, "lab_topology=chain takes lab_nodes of 2 or more (got 1)"),
-        ({"topology": "rails", "nodes": "3"}, "lab_topology=rails takes lab_nodes=2 (two nodes joined by two"),
+        ({"topology": "rails", "nodes": "3"}, "lab_topology=rails takes lab_nodes=2 (two nodes"),
         ({"node_prefix": "Node"}, "lab_node_prefix=Node: use 1-12 of [a-z0-9], a letter first"),
         (
             {"mgmt_cidr": "10.94.0.0"},
