@@ -41,8 +41,24 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / ".collections"))
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+def collections_path() -> Path:
+    """A directory where ``ansible_collections.rdmaops.cluster`` is this checkout (``make venv`` makes
+    .collections; the GPU machine gets a link in /tmp)."""
+    made = ROOT / ".collections"
+    if (made / "ansible_collections" / "rdmaops" / "cluster").exists():
+        return made
+    link = Path("/tmp/rdmaops-collections/ansible_collections/rdmaops/cluster")
+    if not link.exists():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(ROOT)
+    return link.parents[2]
+
+
+sys.path.insert(0, str(collections_path()))
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent  # noqa: E402
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch as tw  # noqa: E402
@@ -53,8 +69,9 @@ BASE = "/tmp/rdmaops-rehearsal"
 QWEN = {
     "cluster.device": "cuda",
     "train.global_batch_size": 192,  # 4 GPUs x micro-batch 12 x 4: the issue's measurement
-    "train.steps": 20,
-    "train.log_every": 5,
+    "train.eval_every": 0,
+    "train.steps": 15,
+    "train.log_every": 3,
     "train.checkpoint_every": 0,
 }
 GPT2 = {
@@ -133,6 +150,18 @@ ROWS: dict[str, dict[str, Any]] = {
     },
 }
 GPUS = 4
+# --cpu: every row as the tiny recipe on CPU (gloo), the same launch, watcher and faults: a check of the
+# runner itself here (tests/unit/benchmarks), not a measurement. ZeRO-3 needs GPUs.
+CPU = {
+    "cluster.device": "cpu",
+    "train.steps": 30,
+    "train.log_every": 5,
+    "train.eval_every": 0,
+    "train.checkpoint_every": 0,
+    "train.global_batch_size": 8,
+    "train.micro_batch_size": 2,
+    "train.warmup_steps": 2,
+}
 # The watcher's bounds in the rehearsal: the role's defaults, except a stopped rank is named after 10 s.
 WATCH = {
     "stall_timeout": 300.0,
@@ -216,12 +245,12 @@ def report(env: dict[str, str], gpus: int, address: str) -> dict[str, Any]:
         "address": address,
         "hostname": "",
         "paths": [],
-        "interfaces": [],
+        "interfaces": {},
         "checkpoints": {},
     }
 
 
-def render(out: Path, names: list[str], xml_path: Path) -> None:
+def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> None:
     from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
 
     total = gpu_count(xml_path)
@@ -232,10 +261,19 @@ def render(out: Path, names: list[str], xml_path: Path) -> None:
         row = ROWS[name]
         hosts = [f"node{i + 1}" for i in range(row["nodes"])]
         per_node = GPUS // row["nodes"]
-        overrides = {**row["over"], "cluster.procs_per_node": per_node}
+        overrides = {**row["over"], "cluster.nodes": row["nodes"], "cluster.procs_per_node": per_node}
+        recipe = row["recipe"]
+        if cpu:
+            if row.get("launcher") == "deepspeed":
+                continue
+            keep = {k: v for k, v in row["over"].items() if k in ("train.checkpoint_every", "strategy.name")}
+            overrides = {**CPU, **keep, "cluster.nodes": row["nodes"], "cluster.procs_per_node": per_node}
+            if row["recipe"] == "gpt2":
+                overrides["strategy.name"] = "ddp"
+            recipe = "tiny"
         check = phases.check(
             {
-                "recipe": row["recipe"],
+                "recipe": recipe,
                 "overrides": overrides,
                 "steps": "",
                 "warmup": "",
@@ -291,6 +329,7 @@ def render(out: Path, names: list[str], xml_path: Path) -> None:
             "workdir": plan["workdir"],
             "metrics_file": plan["metrics_file"],
             "fault": row.get("fault"),
+            "cpu": cpu,
             "same_as": row.get("same_as"),
             "commands": {h: n["command"] for h, n in plan["nodes"].items()},
         }
@@ -314,12 +353,15 @@ class Node:
             "GLOO_SOCKET_IFNAME": "lo",
             "NCCL_MESH_IFNAME": "lo",
             "CUDA_VISIBLE_DEVICES": ",".join(map(str, gpus)),
+            "RDMAOPS_REHEARSAL_GPUS": ",".join(map(str, gpus)),
             "NCCL_HOSTID": f"rehearsal-{host}",
             "NCCL_DEBUG": "INFO",
             "NCCL_DEBUG_SUBSYS": "INIT,NET",
             # the plugin where nccl_mesh_plugin installs it, and the trainer as python_env installs it
             "LD_LIBRARY_PATH": joined(str(ROOT / "files/plugin_src"), os.environ.get("LD_LIBRARY_PATH")),
-            "PYTHONPATH": joined(str(ROOT / "files/trainer"), os.environ.get("PYTHONPATH")),
+            "PYTHONPATH": joined(
+                str(HERE / "rehearsal_site"), str(ROOT / "files/trainer"), os.environ.get("PYTHONPATH")
+            ),
         }
         if meta["net"] == "mesh":
             local["NCCL_MESH_NODE_ADDR"] = "127.0.0.1"
@@ -505,6 +547,21 @@ def run_row(row_dir: Path, timeout: float) -> dict[str, Any]:
     return result
 
 
+def resume_check(resumed: dict[int, float], uninterrupted: dict[int, float]) -> dict[str, Any]:
+    """The resumed run's logged losses against the uninterrupted run's at the same steps: the first such
+    step, the largest difference over all of them, and whether they are bit for bit the same."""
+    shared = sorted(s for s in resumed if s in uninterrupted)
+    diffs = [abs(resumed[s] - uninterrupted[s]) for s in shared]
+    return {
+        "first_step": shared[0] if shared else None,
+        "loss": resumed[shared[0]] if shared else None,
+        "uninterrupted": uninterrupted[shared[0]] if shared else None,
+        "steps": shared,
+        "max_abs_diff": max(diffs) if diffs else None,
+        "identical": bool(shared) and max(diffs) == 0.0,
+    }
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -512,6 +569,9 @@ def main() -> int:
     r.add_argument("--out", type=Path, default=Path(".rehearsal"))
     r.add_argument("--rows", default=",".join(ROWS))
     r.add_argument("--gpu-xml", type=Path, default=GPU_XML)
+    r.add_argument(
+        "--cpu", action="store_true", help="the tiny recipe on CPU: checks the runner, measures nothing"
+    )
     x = sub.add_parser("run")
     x.add_argument("--dir", type=Path, default=Path(".rehearsal"))
     x.add_argument("--rows", default=",".join(ROWS))
@@ -529,21 +589,14 @@ def main() -> int:
         print(f"unknown rows {bad}; see `multinode.py list`", file=sys.stderr)
         return 2
     if a.cmd == "render":
-        render(a.out, names, a.gpu_xml)
+        render(a.out, names, a.gpu_xml, a.cpu)
         return 0
     results: dict[str, dict[str, Any]] = {}
     for name in names:
         res = run_row(a.dir / slug(name), a.timeout)
         same = ROWS[name].get("same_as")
         if same and same in results:
-            ref = results[same]["losses"]
-            first = min(res["losses"], default=None)
-            res["resume_check"] = {
-                "step": first,
-                "loss": res["losses"].get(first),
-                "uninterrupted": ref.get(first),
-                "equal": first is not None and res["losses"].get(first) == ref.get(first),
-            }
+            res["resume_check"] = resume_check(res["losses"], results[same]["losses"])
         results[name] = res
         print(json.dumps(res), flush=True)
         if a.out:

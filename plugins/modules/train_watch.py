@@ -72,7 +72,7 @@ options:
   stopped_timeout:
     description: Seconds a rank (or launcher) may stay stopped (state T) before the job counts as hung.
     type: float
-    default: 30.0
+    default: 10.0
   startup_timeout:
     description: Seconds from the launch to the first logged step before the job counts as hung.
     type: float

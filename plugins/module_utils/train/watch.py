@@ -164,7 +164,7 @@ class JobWatch:
         startup_timeout: float,
         lost_timeout: float,
         failure_grace: float = 5.0,
-        stopped_timeout: float = 30.0,
+        stopped_timeout: float = 10.0,
     ) -> None:
         self.job = job
         self.nodes = {n: NodeView(n, i) for i, n in enumerate(nodes)}
@@ -568,7 +568,7 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "startup_timeout": {"type": "float", "default": 900.0},
     "lost_timeout": {"type": "float", "default": 60.0},
     "failure_grace": {"type": "float", "default": 5.0},
-    "stopped_timeout": {"type": "float", "default": 30.0},
+    "stopped_timeout": {"type": "float", "default": 10.0},
     "progress_interval": {"type": "float", "default": 30.0},
     "poll_interval": {"type": "float", "default": 2.0},
     "stop_on_failure": {"type": "bool", "default": False},
