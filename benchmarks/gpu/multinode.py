@@ -520,9 +520,11 @@ def run_row(row_dir: Path, timeout: float) -> dict[str, Any]:
     # which transports carried channels inside a node and between nodes (NET/Socket, NET/Mesh, P2P, SHM)
     kinds: dict[str, set[str]] = {"inside": set(), "between": set()}
     for c in path["channels"]:
-        if c.get("peer_node"):
-            parts = str(c["transport"]).split("/")
-            kinds["inside" if c["peer_node"] == c["node"] else "between"].add("/".join(parts[:2]))
+        transport = "/".join(str(c["transport"]).split("/")[:2])
+        if c.get("peer_node") == c["node"]:
+            kinds["inside"].add(transport)
+        elif c.get("peer_node") or transport.startswith("NET/"):  # a split communicator's NET peer
+            kinds["between"].add(transport)
     trains = [r for r in records if r.get("event") == "train"]
     mfus = [r["mfu"] for r in trains[1:] if r.get("mfu") is not None]
     result: dict[str, Any] = {

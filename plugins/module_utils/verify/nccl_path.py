@@ -26,6 +26,9 @@ _INIT = re.compile(
     r"ncclCommInitRank\w* comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) "
     r".*?commId (?P<id>0x[0-9a-f]+)"
 )
+# Communicators split from another (torch's new_group / device meshes: HSDP's shard and replicate groups,
+# src/init.cc ncclCommSplit) number their ranks from 0 again.
+_SPLIT = re.compile(r"ncclCommSplit comm (?P<comm>0x[0-9a-f]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) ")
 _CHANNEL = re.compile(
     r"^Channel (?P<ch>\d+)/(?P<conn>\d+) : (?P<src>\d+)\[\d+\] -> (?P<dst>\d+)\[\d+\]"
     r"(?: \[(?P<dir>send|receive)\])? via (?P<via>\S+)"
@@ -66,6 +69,7 @@ class NodeLog:
     node: str
     version: str = ""
     ranks: dict[int, int] = field(default_factory=dict)  # rank -> pid
+    split_pids: set[int] = field(default_factory=set)  # processes that also joined split communicators
     nranks: int = 0
     plugin_env: str = ""  # NCCL_NET_PLUGIN as NCCL read it
     plugin_loaded: str = ""  # the name NCCL loaded ("Mesh"), empty if none
@@ -92,6 +96,9 @@ def parse(text: str, node: str) -> NodeLog:
             rank = int(init.group("rank"))
             out.ranks[rank], out.nranks = int(pid), int(init.group("nranks"))
             pid_rank[pid] = rank
+            continue
+        if _SPLIT.search(msg):
+            out.split_pids.add(int(pid))
             continue
         if msg.startswith("NCCL version "):
             out.version = msg.split()[2].split("+")[0]
@@ -219,6 +226,13 @@ def verdict(logs: Mapping[str, str], expect: Mapping[str, Any]) -> dict[str, Any
     problems: list[str] = []
     notes: list[str] = []
     rank_node = {rank: n.node for n in nodes.values() for rank in n.ranks}
+    split = [n.node for n in nodes.values() if n.split_pids]
+    if split:
+        notes.append(
+            f"{', '.join(split)}: split communicators (a device mesh, e.g. HSDP) number their ranks anew, and a "
+            "channel line does not say its communicator: P2P and SHM channels are taken as inside the node, "
+            "NET channels as to another node"
+        )
     facing = expect.get("facing") or {}
     addresses = expect.get("addresses") or {}
     channels: list[Channel] = []
@@ -261,7 +275,11 @@ def verdict(logs: Mapping[str, str], expect: Mapping[str, Any]) -> dict[str, Any
                     "channel left the node: nothing crossed the network"
                 )
         for c in n.channels:
-            c.peer_node = rank_node.get(c.peer_rank, "")
+            if n.ranks.get(c.rank) in n.split_pids:
+                # NCCL uses P2P and SHM only between ranks of one host (their host hashes match).
+                c.peer_node = n.node if c.transport in ("P2P", "SHM") else ""
+            else:
+                c.peer_node = rank_node.get(c.peer_rank, "")
             _locate(c, n, addresses)
             channels.append(c)
         problems += _wrong_ports(n, facing.get(n.node) or {}, addresses)

@@ -43,6 +43,21 @@ def test_mesh_plugin_over_tcp_maps_each_channel_to_its_nic_and_peer() -> None:
     assert p2p and all(c["peer_node"] == c["node"] and c["nic"] == "" for c in p2p)
 
 
+def test_split_communicators_of_a_device_mesh_keep_p2p_inside_and_net_between_nodes() -> None:
+    """HSDP: each rank is in the world communicator and in two split ones whose channel lines number ranks
+    from 0 again, so a channel's peer cannot come from its rank number."""
+    out = npath.verdict(logs("hsdp-socket"), {"transport": {"node0": "tcp", "node1": "tcp"}, "addresses": LOOP})
+    assert out["verdict"] == "pass" and out["transports"] == ["NET/Socket", "P2P"]
+    assert any("split communicators" in note for note in out["notes"])
+    p2p = [c for c in out["channels"] if c["transport"] == "P2P"]
+    net = [c for c in out["channels"] if c["transport"] == "NET/Socket"]
+    assert len(p2p) > len(net) > 0
+    assert all(c["peer_node"] == c["node"] for c in p2p)
+    assert all(c["peer_node"] != c["node"] for c in net)
+    # the fixture's lines that misled a rank-number lookup: P2P between split ranks 0 and 1 of two nodes
+    assert {(c["node"], c["rank"]) for c in p2p} == {("node0", 0), ("node0", 1), ("node1", 2), ("node1", 3)}
+
+
 def test_traffic_by_a_port_that_does_not_face_the_peer_fails() -> None:
     expect = {"facing": {"node0": {"node1": ["data1"]}, "node1": {"node0": ["lo"]}}, "addresses": LOOP}
     out = npath.verdict(logs("mesh"), expect)
