@@ -229,9 +229,9 @@ def verdict(logs: Mapping[str, str], expect: Mapping[str, Any]) -> dict[str, Any
     split = [n.node for n in nodes.values() if n.split_pids]
     if split:
         notes.append(
-            f"{', '.join(split)}: split communicators (a device mesh, e.g. HSDP) number their ranks anew, and a "
-            "channel line does not say its communicator: P2P and SHM channels are taken as inside the node, "
-            "NET channels as to another node"
+            f"{', '.join(split)}: split communicators (a device mesh, e.g. HSDP) number their ranks "
+            "anew, and a channel line does not say its communicator: P2P and SHM channels are taken as "
+            "inside the node, NET channels as to another node"
         )
     facing = expect.get("facing") or {}
     addresses = expect.get("addresses") or {}

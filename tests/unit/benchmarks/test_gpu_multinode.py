@@ -11,8 +11,8 @@ import pytest
 
 
 def env_file(path: Path) -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if line and not line.startswith("#"))
-    return dict(pairs)
+    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
+    return dict(line.split("=", 1) for line in lines)
 
 
 @pytest.fixture(scope="module")

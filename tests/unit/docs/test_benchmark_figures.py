@@ -115,8 +115,9 @@ def _git(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @functools.cache
-def results_commit() -> str:
-    commit = SUMMARY_DATA["results_commit"]
+def results_commit(commit: str = "") -> str:
+    """figures.json's results_commit, or a figure's own (derive.commit: output recorded after that one)."""
+    commit = commit or SUMMARY_DATA["results_commit"]
     if _git("rev-parse", "--git-dir").returncode != 0:
         pytest.skip("not a git checkout: the raw output is in git history only")
     if _git("cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
@@ -131,9 +132,10 @@ def results_commit() -> str:
 
 
 @functools.cache
-def raw_file(path: str) -> str:
-    res = _git("show", f"{results_commit()}:{path}")
-    assert res.returncode == 0, f"{path} is not in results_commit: {res.stderr}"
+def raw_file(path: str, commit: str = "") -> str:
+    at = results_commit(commit)
+    res = _git("show", f"{at}:{path}")
+    assert res.returncode == 0, f"{path} is not in {at}: {res.stderr}"
     return res.stdout
 
 
@@ -148,8 +150,8 @@ def _select(doc: Any, path: list[Any]) -> Any:
     return doc
 
 
-def _raw_value(src: dict[str, Any]) -> float:
-    text = raw_file(src["file"])
+def _raw_value(src: dict[str, Any], commit: str = "") -> float:
+    text = raw_file(src["file"], commit)
     doc = (
         [json.loads(ln) for ln in text.splitlines() if ln.strip()]
         if src["file"].endswith(".jsonl")
@@ -162,7 +164,7 @@ def _raw_value(src: dict[str, Any]) -> float:
 
 def derived(fig: dict[str, Any]) -> list[float]:
     rule = fig["derive"]
-    vals = [_raw_value(src) for src in rule["from"]]
+    vals = [_raw_value(src, rule.get("commit", "")) for src in rule["from"]]
     if rule["op"] == "ratio":
         assert len(vals) == 2, fig
         vals = [vals[0] / vals[1]]

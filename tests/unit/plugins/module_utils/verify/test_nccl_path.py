@@ -46,7 +46,8 @@ def test_mesh_plugin_over_tcp_maps_each_channel_to_its_nic_and_peer() -> None:
 def test_split_communicators_of_a_device_mesh_keep_p2p_inside_and_net_between_nodes() -> None:
     """HSDP: each rank is in the world communicator and in two split ones whose channel lines number ranks
     from 0 again, so a channel's peer cannot come from its rank number."""
-    out = npath.verdict(logs("hsdp-socket"), {"transport": {"node0": "tcp", "node1": "tcp"}, "addresses": LOOP})
+    expect = {"transport": {"node0": "tcp", "node1": "tcp"}, "addresses": LOOP}
+    out = npath.verdict(logs("hsdp-socket"), expect)
     assert out["verdict"] == "pass" and out["transports"] == ["NET/Socket", "P2P"]
     assert any("split communicators" in note for note in out["notes"])
     p2p = [c for c in out["channels"] if c["transport"] == "P2P"]
