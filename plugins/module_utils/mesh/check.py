@@ -42,6 +42,18 @@ def _node(nodes: Mapping[str, Any], host: str) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _data_ports(topology: str, ports: Any, params: Mapping[str, Any]) -> list[str]:
+    """The interfaces the MTU is set on: every cable's port (one or a list per peer), or the fabric port."""
+    if topology != "mesh":
+        return [str(params["fabric_port"])] if params["fabric_port"] else []
+    if not isinstance(ports, Mapping):
+        return []
+    out: list[str] = []
+    for value in ports.values():
+        out += [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return out
+
+
 def check(params: Mapping[str, Any]) -> dict[str, Any]:
     """{errors: [...], plan: {...}}: every message naming its bad value, or this node's plan."""
     host = str(params["host"])
@@ -93,6 +105,9 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
     errors += plan_errors
     if names:
         errors += ma.port_errors(host, names, topology, ports, params["fabric_port"], interfaces)
+        errors += ma.port_mtu_errors(
+            host, params["mtu"], me.get("addr") or "[]", _data_ports(topology, ports, params)
+        )
     connect = [str(a) for a in me.get("connect") or []]
     try:
         errors += ms.management_errors(

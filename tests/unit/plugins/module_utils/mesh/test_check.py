@@ -285,3 +285,23 @@ def test_the_3_node_lab_gets_byte_identical_netplan_files(host: str) -> None:
     out = mc.check({**params, "host": host, "ports": lab_mesh(3)[host]})
     assert out["errors"] == []
     assert render(host, out["plan"]) == (FIXTURES / f"netplan_{host}_mesh3_main.yaml.txt").read_text()
+
+
+IPROUTE2 = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
+
+
+def test_the_mtu_is_checked_against_each_data_ports_maxmtu() -> None:
+    """tasks/interfaces.yml reads `ip -d -j addr show`: each link's max_mtu (the lab's veths: 65535)."""
+    real = (IPROUTE2 / "ip_d_addr_node1_mesh.json").read_text()
+    args = inventory(lab_mesh(3))
+    args["nodes"]["node1"]["addr"] = real
+    assert mc.check(args)["errors"] == []
+    smaller = json.loads(real)
+    for link in smaller:
+        if link["ifname"] == "data1":
+            link["max_mtu"] = 1500  # a NIC without jumbo frames
+    args["nodes"]["node1"]["addr"] = json.dumps(smaller)
+    assert mc.check(args)["errors"] == [
+        "node1: mesh_network_mtu 9000 is larger than port data1's maxmtu 1500 (`ip -d link show data1`): "
+        "lower mesh_network_mtu or use ports that carry it"
+    ]
