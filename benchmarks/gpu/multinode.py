@@ -86,6 +86,20 @@ GPT2 = {
     "train.log_every": 5,
     "train.checkpoint_every": 0,
 }
+
+
+def faults_row(job: str, **extra: Any) -> dict[str, Any]:
+    """gpt2 on 2 x 2 with a checkpoint every 10 steps: uninterrupted, a fault, or the resume of one."""
+    return {
+        "recipe": "gpt2",
+        "nodes": 2,
+        "net": "socket",
+        "job": job,
+        "over": {**GPT2, "train.checkpoint_every": 10},
+        **extra,
+    }
+
+
 # name: recipe, nodes, GPUs per node, the fabric's NCCL choice, launcher, train_hsdp, overrides, fault, resume
 ROWS: dict[str, dict[str, Any]] = {
     "qwen 1x4": {"recipe": "qwen1_5b", "nodes": 1, "net": "socket", "over": QWEN},
@@ -107,47 +121,15 @@ ROWS: dict[str, dict[str, Any]] = {
         "over": {**QWEN, "strategy.name": "zero3"},
     },
     "gpt2 2x2 ddp": {"recipe": "gpt2", "nodes": 2, "net": "socket", "over": GPT2},
-    "gpt2 2x2 ddp ckpt": {
-        "recipe": "gpt2",
-        "nodes": 2,
-        "net": "socket",
-        "job": "gpt2-faults",
-        "over": {**GPT2, "train.checkpoint_every": 10},
-    },
-    "gpt2 2x2 kill": {
-        "recipe": "gpt2",
-        "nodes": 2,
-        "net": "socket",
-        "job": "gpt2-kill",
-        "over": {**GPT2, "train.checkpoint_every": 10},
-        "fault": {"signal": "KILL", "node": 1, "local_rank": 1, "after_step": 15},
-    },
-    "gpt2 2x2 kill resume": {
-        "recipe": "gpt2",
-        "nodes": 2,
-        "net": "socket",
-        "job": "gpt2-kill",
-        "resume": "latest",
-        "over": {**GPT2, "train.checkpoint_every": 10},
-        "same_as": "gpt2 2x2 ddp ckpt",
-    },
-    "gpt2 2x2 stop": {
-        "recipe": "gpt2",
-        "nodes": 2,
-        "net": "socket",
-        "job": "gpt2-stop",
-        "over": {**GPT2, "train.checkpoint_every": 10},
-        "fault": {"signal": "STOP", "node": 1, "local_rank": 0, "after_step": 15},
-    },
-    "gpt2 2x2 stop resume": {
-        "recipe": "gpt2",
-        "nodes": 2,
-        "net": "socket",
-        "job": "gpt2-stop",
-        "resume": "latest",
-        "over": {**GPT2, "train.checkpoint_every": 10},
-        "same_as": "gpt2 2x2 ddp ckpt",
-    },
+    "gpt2 2x2 ddp ckpt": faults_row("gpt2-faults"),
+    "gpt2 2x2 kill": faults_row(
+        "gpt2-kill", fault={"signal": "KILL", "node": 1, "local_rank": 1, "after_step": 15}
+    ),
+    "gpt2 2x2 kill resume": faults_row("gpt2-kill", resume="latest", same_as="gpt2 2x2 ddp ckpt"),
+    "gpt2 2x2 stop": faults_row(
+        "gpt2-stop", fault={"signal": "STOP", "node": 1, "local_rank": 0, "after_step": 15}
+    ),
+    "gpt2 2x2 stop resume": faults_row("gpt2-stop", resume="latest", same_as="gpt2 2x2 ddp ckpt"),
 }
 GPUS = 4
 # --cpu: every row as the tiny recipe on CPU (gloo), the same launch, watcher and faults: a check of the
