@@ -47,6 +47,22 @@ options:
     description: C(mesh_network_topology) of the inventory.
     type: raw
     default: ""
+  health:
+    description: C(verify_health), the report's node health section - V(fail), V(warn) or V(off).
+    type: raw
+    default: fail
+  health_thresholds:
+    description: C(verify_health_thresholds), thresholds over the defaults of docs/health.md.
+    type: raw
+    default: {}
+  health_severity:
+    description: C(verify_health_severity), per check V(fail), V(warn) or V(off).
+    type: raw
+    default: {}
+  health_sources:
+    description: C(verify_health_sources), files read instead of a tool's output (tests and the lab).
+    type: raw
+    default: {}
 extends_documentation_fragment:
   - rdmaops.cluster.phase
 """
