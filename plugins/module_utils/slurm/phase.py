@@ -29,7 +29,7 @@ CHECK_ARGUMENT_SPEC: dict[str, Any] = {
     "check_timeout": {"type": "raw", "required": True},
     "kill_wait": {"type": "raw", "required": True},
     "cluster_name": {"type": "raw", "required": True},
-    # the HealthCheckProgram (docs/health.md): slurm_health_check_interval, ..._node_state, ..._thresholds, ...
+    # the HealthCheckProgram (docs/health.md): slurm_health_check_interval, _node_state, _thresholds, ...
     "health_check_interval": {"type": "raw", "default": ""},
     "health_check_node_state": {"type": "raw", "default": "ANY"},
     "health_thresholds": {"type": "raw", "default": {}},

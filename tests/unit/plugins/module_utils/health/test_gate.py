@@ -78,8 +78,8 @@ def test_a_failing_node_is_named_with_check_value_and_threshold(tmp_path: Path, 
     out = gate.evaluate(healthy, HOSTS, "fail")
     assert not out["ok"] and out["summary"]["failed_nodes"] == ["node2"]
     assert out["errors"] == [
-        "node2: gpu.ecc_volatile [fail] GPU 1 (00000000:00:07.0): 2 uncorrectable ECC errors (volatile, since "
-        "the driver loaded) (value 2, threshold 0)"
+        "node2: gpu.ecc_volatile [fail] GPU 1 (00000000:00:07.0): 2 uncorrectable ECC errors "
+        "(volatile, since the driver loaded) (value 2, threshold 0)"
     ]
     warned = gate.evaluate(healthy, HOSTS, "warn")
     assert warned["errors"] == [] and warned["warnings"] == out["errors"]

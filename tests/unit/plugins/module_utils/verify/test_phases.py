@@ -55,8 +55,8 @@ def test_check_names_every_bad_setting_in_the_role_s_words() -> None:
 
 
 def test_check_names_bad_health_settings() -> None:
-    errors = phases.check({**GOOD, "health": "strict", "health_thresholds": {"rdma_rate_gbps": "400"}})["errors"]
-    assert errors == [
+    bad = {**GOOD, "health": "strict", "health_thresholds": {"rdma_rate_gbps": "400"}}
+    assert phases.check(bad)["errors"] == [
         "verify_health: 'strict' must be one of fail, warn, off",
         "verify_health_thresholds: rdma_rate_gbps: '400' is a str, expected int or float",
     ]

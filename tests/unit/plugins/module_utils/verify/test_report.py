@@ -110,11 +110,12 @@ def test_health_section_and_its_failures() -> None:
     }
     results["node2"]["health"].update(ok=False, findings=[ecc], checks={"gpu.ecc_volatile": "fail"})
     line = (
-        "node2: gpu.ecc_volatile [fail] GPU 1 (00000000:00:07.0): 2 uncorrectable ECC errors (volatile, since "
-        "the driver loaded) (value 2, threshold 0)"
+        "node2: gpu.ecc_volatile [fail] GPU 1 (00000000:00:07.0): 2 uncorrectable ECC errors "
+        "(volatile, since the driver loaded) (value 2, threshold 0)"
     )
     failing = vr.build_report(hosts, [], {}, health=health_gate.evaluate(results, hosts, "fail"))
-    assert failing["failures"] == [f"health: {line}"] and failing["health"]["summary"]["failed_nodes"] == ["node2"]
+    assert failing["failures"] == [f"health: {line}"]
+    assert failing["health"]["summary"]["failed_nodes"] == ["node2"]
     text = vr.markdown(failing)
     assert "## Node health" in text and "| node2 | FAIL | 1 | 0 |" in text and f"- {line}" in text
     warned = vr.build_report(hosts, [], {}, health=health_gate.evaluate(results, hosts, "warn"))
