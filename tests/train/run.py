@@ -734,7 +734,7 @@ def case_health(lab: Lab) -> None:
     saved = lab.inventory
     try:
         lab.inventory = sick_inv
-        rc, out, secs = lab.play(*tiny(job, "-e", "steps=5"))
+        rc, out, secs = lab.play(*tiny(job, "-e", "steps=10"))
         flat = " ".join(out.split())
         check(
             f"a GPU with uncorrectable ECC errors on {sick} stops the launch, named with value and threshold",
@@ -768,7 +768,7 @@ def case_health(lab: Lab) -> None:
     named = [
         h
         for h in lab.hosts
-        if re.search(rf"{h}: host\.disk_free \[fail\] .*?threshold >= 1e\+05 GiB\)", flat)
+        if re.search(rf"{h}: host\.disk_free \[fail\] .*?threshold >= 100000 GiB\)", flat)
     ]
     check(
         "a disk-free threshold above what the nodes have names every node, and nothing launches",
@@ -780,13 +780,13 @@ def case_health(lab: Lab) -> None:
     )
     try:
         lab.inventory = healthy_inv
-        rc, out, secs = lab.play(*tiny(job, "-e", "steps=5", *SHORT))
+        rc, out, secs = lab.play(*tiny(job, "-e", "steps=10", *SHORT))
     finally:
         lab.inventory = saved
         shutil.rmtree(healthy_inv, ignore_errors=True)
     check(
         f"with {sick}'s recorded healthy GPUs the checks pass and the job trains",
-        rc == 0 and f"job {job} finished: step 5" in out and "gpu.ecc_volatile" not in out,
+        rc == 0 and f"job {job} finished: step 10" in out and "gpu.ecc_volatile" not in out,
         f"{secs:.1f} s" + ("" if rc == 0 else "\n" + out[-2000:]),
     )
     reset(lab, job)
