@@ -78,20 +78,9 @@ options:
         V(NONDRAINED_IDLE), V(CYCLE), comma-separated.
     type: raw
     default: ANY
-  health_thresholds:
-    description: C(slurm_health_thresholds), thresholds over the defaults of docs/health.md.
-    type: raw
-    default: {}
-  health_severity:
-    description: C(slurm_health_severity), per check V(fail), V(warn) or V(off).
-    type: raw
-    default: {}
-  health_sources:
-    description: C(slurm_health_sources), files read instead of a tool's output (tests and the lab).
-    type: raw
-    default: {}
 extends_documentation_fragment:
   - rdmaops.cluster.phase
+  - rdmaops.cluster.health
 """
 
 EXAMPLES = r"""

@@ -96,20 +96,9 @@ options:
         failing check, V(warn) only reports, V(off) runs no check. Checked here with the three below.
     type: raw
     default: fail
-  health_thresholds:
-    description: C(train_health_thresholds), thresholds over the defaults of docs/health.md.
-    type: raw
-    default: {}
-  health_severity:
-    description: C(train_health_severity), per check V(fail), V(warn) or V(off).
-    type: raw
-    default: {}
-  health_sources:
-    description: C(train_health_sources), files read instead of a tool's output (tests and the lab).
-    type: raw
-    default: {}
 extends_documentation_fragment:
   - rdmaops.cluster.phase
+  - rdmaops.cluster.health
 """
 
 EXAMPLES = r"""

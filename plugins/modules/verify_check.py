@@ -51,20 +51,9 @@ options:
     description: C(verify_health), the report's node health section - V(fail), V(warn) or V(off).
     type: raw
     default: fail
-  health_thresholds:
-    description: C(verify_health_thresholds), thresholds over the defaults of docs/health.md.
-    type: raw
-    default: {}
-  health_severity:
-    description: C(verify_health_severity), per check V(fail), V(warn) or V(off).
-    type: raw
-    default: {}
-  health_sources:
-    description: C(verify_health_sources), files read instead of a tool's output (tests and the lab).
-    type: raw
-    default: {}
 extends_documentation_fragment:
   - rdmaops.cluster.phase
+  - rdmaops.cluster.health
 """
 
 EXAMPLES = r"""
