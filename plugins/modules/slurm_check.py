@@ -15,7 +15,8 @@ description:
     two or more hosts or its host is left out of the run (C(--limit)); when there is no compute node, one is
     not an inventory host or is left out of the run; when a partition lacks a name or group, names a missing
     or empty group or hosts that are not Slurm nodes, or two partitions are the default; and when
-    O(cgroup), O(check_timeout), O(kill_wait) or O(cluster_name) is not what slurm.conf accepts.
+    O(cgroup), O(check_timeout), O(kill_wait) or O(cluster_name) is not what slurm.conf accepts, or a health
+    check setting is wrong (an unknown threshold or check, a value of the wrong type, an unknown node state).
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -67,8 +68,19 @@ options:
     description: C(slurm_cluster_name), 1-40 lower-case letters, digits, C(_) and C(-).
     type: raw
     required: true
+  health_check_interval:
+    description: C(slurm_health_check_interval), whole seconds; 0 or empty leaves the HealthCheckProgram out.
+    type: raw
+    default: ''
+  health_check_node_state:
+    description:
+      - C(slurm_health_check_node_state), HealthCheckNodeState - V(ANY), V(ALLOC), V(IDLE), V(MIXED),
+        V(NONDRAINED_IDLE), V(CYCLE), comma-separated.
+    type: raw
+    default: ANY
 extends_documentation_fragment:
   - rdmaops.cluster.phase
+  - rdmaops.cluster.health
 """
 
 EXAMPLES = r"""
@@ -95,10 +107,12 @@ errors:
   type: list
   elements: str
 plan:
-  description: C(controller) (the controller host) and C(cgroup) (O(cgroup) as V(auto), V(true) or V(false)).
+  description:
+    - C(controller) (the controller host), C(cgroup) (O(cgroup) as V(auto), V(true) or V(false)),
+      C(health_check_interval) (seconds, 0 when disabled) and C(health_check_node_state) (upper case).
   returned: always
   type: dict
-  sample: {controller: node1, cgroup: auto}
+  sample: {controller: node1, cgroup: auto, health_check_interval: 300, health_check_node_state: ANY}
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action

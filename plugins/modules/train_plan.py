@@ -14,6 +14,9 @@ description:
     nothing on a node changes, and check mode runs the same.
   - Compares the reports (versions, GPUs, inputs and their copies, interfaces, ports, units, disk, output
     directory) and fails with every problem in one message, each naming node, value and fix.
+  - With O(health_mode=fail), every failing node health check (M(rdmaops.cluster.node_health) on each node,
+    plus the driver and CUDA versions compared across nodes) is one more problem of that message, naming node,
+    check, value and threshold; with V(warn) the findings are notes only.
   - Otherwise plans, from the plan of M(rdmaops.cluster.train_check) and the reports, what each node starts,
     its launch directory C(<workdir>/launch/<node>) (C(launch.sh), C(nccl.env), C(job.env), C(recipe.yaml),
     C(hostfile) for DeepSpeed), the unit's command (C(supervise.py) running C(launch.sh)), the job record
@@ -59,6 +62,19 @@ options:
     description: More environment variables for every node's launcher (in C(job.env)).
     type: dict
     default: {}
+  health:
+    description: Per host, the result of M(rdmaops.cluster.node_health) (or C({unreachable, msg})).
+    type: dict
+    default: {}
+  health_mode:
+    description: V(fail) makes failing health checks problems, V(warn) notes; V(off) ignores O(health).
+    type: str
+    choices: [fail, warn, 'off']
+    default: 'off'
+  health_severity:
+    description: The severity overrides the nodes ran with (they also apply to the cross-node checks).
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - rdmaops.cluster.phase
 """
@@ -89,7 +105,8 @@ plan:
       C(order), C(recipe_sha256), C(slurm_job_name)), C(job_record), C(nodes) (per host C(node_rank), C(dir),
       C(command), C(files) (the launch directory, file name to content), C(unit_files) (absolute path to
       content, those files with C(supervise.py) and C(job.json)), C(unit_argv)), C(recipe_file),
-      C(batch_script) and C(batch_script_text) (Slurm).
+      C(batch_script) and C(batch_script_text) (Slurm), and C(health) (the node health report over all nodes,
+      null with O(health_mode=off)).
   returned: success
   type: dict
 """

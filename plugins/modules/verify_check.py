@@ -47,8 +47,13 @@ options:
     description: C(mesh_network_topology) of the inventory.
     type: raw
     default: ""
+  health:
+    description: C(verify_health), the report's node health section - V(fail), V(warn) or V(off).
+    type: raw
+    default: fail
 extends_documentation_fragment:
   - rdmaops.cluster.phase
+  - rdmaops.cluster.health
 """
 
 EXAMPLES = r"""

@@ -76,6 +76,23 @@ options:
       - The path NCCL took in the all-reduce (rdmaops.cluster.verify_nccl_path's result - C(verdict),
         C(problems), C(channels)); its problems count as failures. Null when not checked.
     type: dict
+  health:
+    description:
+      - Per host, the result of M(rdmaops.cluster.node_health) (a failed or unreachable result is a node not
+        checked). The report gets a node health section over all nodes, with the driver and CUDA versions
+        compared across them. Null when not checked.
+    type: dict
+  health_mode:
+    description:
+      - V(fail) counts every failing health check (and a node not checked) as a failure; V(warn) lists them
+        only; V(off) leaves the section out.
+    type: str
+    choices: [fail, warn, 'off']
+    default: fail
+  health_severity:
+    description: The severity overrides the nodes ran with (they also apply to the cross-node version checks).
+    type: dict
+    default: {}
 attributes:
   check_mode:
     description: Judges the measurements and returns the report without writing files.
@@ -139,6 +156,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
@@ -159,6 +177,9 @@ def main() -> None:
             "collective": {"type": "dict"},
             "qos": {"type": "dict"},
             "nccl_path": {"type": "dict"},
+            "health": {"type": "dict"},
+            "health_mode": {"type": "str", "default": "fail", "choices": ["fail", "warn", "off"]},
+            "health_severity": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -180,6 +201,11 @@ def main() -> None:
             collective=params["collective"],
             qos=params["qos"],
             nccl=params["nccl_path"],
+            health=None
+            if params["health"] is None or params["health_mode"] == "off"
+            else health_gate.evaluate(
+                params["health"], params["hosts"], params["health_mode"], params["health_severity"]
+            ),
         )
     except TypeError as exc:
         module.fail_json(msg=f"unknown threshold: {exc}")

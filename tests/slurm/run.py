@@ -24,7 +24,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from labkit import check, run_cases
-from train.run import TRAINER, Lab, metrics, wait_for_step
+from train.run import SMI_XML, TRAINER, Lab, metrics, smi_with_ecc_errors, wait_for_step
 
 CONTROLLER = "slurm_controller"
 # What a refused run must leave as it was, per node.
@@ -336,6 +336,92 @@ def case_stop(lab: SlurmLab) -> None:
     )
 
 
+HEALTH_INTERVAL_S = 10
+HEALTH_WAIT_S = 60
+
+
+def node_reason(lab: SlurmLab, node: str) -> tuple[str, str]:
+    """(the node's state in sinfo, its reason in sinfo -R or '')."""
+    first = lab.hosts[0]
+    state = lab.ssh(first, f"sinfo --noheader --Node --nodes={node} --format=%t").stdout.strip()
+    reasons = lab.ssh(first, "sinfo -R --noheader --format='%n|%E'").stdout.splitlines()
+    mine = [r.split("|", 1)[1] for r in reasons if r.split("|", 1)[0] == node]
+    return state, (mine[0] if mine else "")
+
+
+def wait_node(lab: SlurmLab, node: str, ok: Callable[[str, str], bool]) -> tuple[float | None, str, str]:
+    start = time.monotonic()
+    while True:
+        state, reason = node_reason(lab, node)
+        if ok(state, reason):
+            return time.monotonic() - start, state, reason
+        if time.monotonic() - start > HEALTH_WAIT_S:
+            return None, state, reason
+        time.sleep(1)
+
+
+def case_health_drain(lab: SlurmLab) -> None:
+    """slurmd runs the health checks (HealthCheckProgram, here every 10 s): a node whose GPU starts reporting
+    uncorrectable ECC errors (the recorded H200 XML with the fault written in, the file the node's check
+    reads in place of nvidia-smi) is drained with the check as the reason, resumed when it passes again."""
+    node = lab.hosts[2]
+    folder = lab.shared("/shared/health-test")
+    folder.mkdir(parents=True, exist_ok=True)
+    smi = folder / f"{node}-nvidia-smi.xml"
+    smi.write_text(SMI_XML.read_text())
+    inv = lab.edited(
+        lambda doc: _cluster(doc)[node].update(
+            slurm_health_sources={"nvidia_smi": f"/shared/health-test/{smi.name}"}
+        )
+    )
+    try:
+        rc, out, took = lab.play_on(
+            inv, "playbooks/slurm.yml", "-e", f"slurm_health_check_interval={HEALTH_INTERVAL_S}"
+        )
+        conf = lab.ssh(node, "grep ^HealthCheck /etc/slurm/slurm.conf; cat /etc/rdmaops/health.json").stdout
+        check(
+            f"slurm.yml sets the HealthCheckProgram (every {HEALTH_INTERVAL_S} s) with a reconfigure only",
+            rc == 0
+            and "HealthCheckProgram=/usr/local/sbin/rdmaops-health" in conf
+            and f"HealthCheckInterval={HEALTH_INTERVAL_S}" in conf
+            and '"slurm": true' in conf
+            and handler_result(out, "Restart slurmd") == "skipping"
+            and handler_result(out, "Reconfigure Slurm") == "changed",
+            f"{took:.1f} s" + ("" if rc == 0 else "\n" + out[-2000:]),
+        )
+        smi.write_text(smi_with_ecc_errors())
+        drained, state, reason = wait_node(lab, node, lambda st, why: "drain" in st and bool(why))
+        check(
+            f"{node} is drained with the check as the reason (sinfo -R)",
+            drained is not None
+            and reason.startswith(
+                "rdmaops-health: gpu.ecc_volatile GPU 1 (00000000:00:07.0): 2 uncorrectable ECC errors"
+            )
+            and "(value 2, threshold 0)" in reason,
+            f"after {drained if drained is None else round(drained, 1)} s: state {state}, reason {reason!r}",
+        )
+        smi.write_text(SMI_XML.read_text())
+        resumed, state, reason = wait_node(lab, node, lambda st, why: st == "idle" and not why)
+        check(
+            f"{node} is resumed when the check passes again",
+            resumed is not None,
+            f"after {resumed if resumed is None else round(resumed, 1)} s: state {state}, reason {reason!r}",
+        )
+    finally:
+        rc, out, took = lab.play("playbooks/slurm.yml")
+        state, reason = node_reason(lab, node)
+        if reason.startswith("rdmaops-health:"):  # leave the lab as converged whatever happened above
+            lab.ssh(lab.hosts[0], f"scontrol update NodeName={node} State=RESUME")
+        conf = lab.ssh(node, "grep ^HealthCheckInterval /etc/slurm/slurm.conf").stdout.strip()
+        check(
+            "slurm.yml with the inventory as it was: interval 300, no test source, every node idle",
+            rc == 0 and conf == "HealthCheckInterval=300" and state == "idle",
+            f"{took:.1f} s; {conf}; {node} {state}",
+        )
+        shutil.rmtree(inv, ignore_errors=True)
+        smi.unlink(missing_ok=True)
+
+
 CASES: dict[str, Callable[[SlurmLab], None]] = {
     "srun": case_srun,
     "munge_secret": case_munge_secret,
@@ -344,6 +430,7 @@ CASES: dict[str, Callable[[SlurmLab], None]] = {
     "train": case_train,
     "kill_task": case_kill_task,
     "stop": case_stop,
+    "health_drain": case_health_drain,
 }
 
 

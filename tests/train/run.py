@@ -14,8 +14,10 @@ import argparse
 import hashlib
 import json
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -685,6 +687,112 @@ def case_recipe_once(lab: Lab) -> None:
     reset(lab, "t-owncopy", job)
 
 
+# The recorded nvidia-smi -q -x of a healthy 4x H200 node (tests/unit/fixtures/health): the lab's nodes have
+# no GPU, so a node "has" one by pointing the check at this file (train_health_sources), healthy or with a
+# fault written into a copy, as the node's driver would report it.
+SMI_XML = ROOT / "tests/unit/fixtures/health/nvidia-smi-q-x.h200x4.xml"
+VOLATILE_DRAM = ("<dram_uncorrectable>0</dram_uncorrectable>", "<dram_uncorrectable>2</dram_uncorrectable>")
+ECC_LINE = (
+    "gpu.ecc_volatile [fail] GPU 1 (00000000:00:07.0): 2 uncorrectable ECC errors (volatile, since the "
+    "driver loaded) (value 2, threshold 0)"
+)
+
+
+def smi_with_ecc_errors() -> str:
+    """The recorded XML with 2 uncorrectable volatile DRAM errors on its second GPU (the first such element of
+    a <gpu> block is the volatile count)."""
+    text = SMI_XML.read_text()
+    second = [m.start() for m in re.finditer("<gpu id=", text)][1]
+    head, block = text[:second], text[second:]
+    assert VOLATILE_DRAM[0] in block
+    return head + block.replace(*VOLATILE_DRAM, 1)
+
+
+def with_host_vars(lab: Lab, host: str, values: dict[str, Any]) -> Path:
+    """A copy of the inventory with host_vars/HOST.yml holding VALUES."""
+    dest = Path(tempfile.mkdtemp(prefix="train-inv-"))
+    shutil.copytree(lab.inventory, dest, dirs_exist_ok=True)
+    (dest / "host_vars").mkdir(exist_ok=True)
+    (dest / "host_vars" / f"{host}.yml").write_text(yaml.safe_dump(values))
+    return dest
+
+
+def case_health(lab: Lab) -> None:
+    """Node health in the preflight: one node's GPU reports uncorrectable ECC errors (the recorded H200 XML
+    with the fault written in), the launch is refused naming node, check, value and threshold;
+    -e train_health=warn only warns; a disk threshold above what the nodes have names every node; the same
+    node with the healthy recording launches and trains."""
+    job, sick = "t-health", lab.hosts[1]
+    reset(lab, job)
+    folder = lab.shared("/shared/health-test")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "ecc.xml").write_text(smi_with_ecc_errors())
+    (folder / "healthy.xml").write_text(SMI_XML.read_text())
+    sick_inv = with_host_vars(
+        lab, sick, {"train_health_sources": {"nvidia_smi": "/shared/health-test/ecc.xml"}}
+    )
+    saved = lab.inventory
+    try:
+        lab.inventory = sick_inv
+        rc, out, secs = lab.play(*tiny(job, "-e", "steps=10"))
+        flat = " ".join(out.split())
+        check(
+            f"a GPU with uncorrectable ECC errors on {sick} stops the launch, named with value and threshold",
+            rc != 0
+            and f"{sick}: {ECC_LINE}" in flat
+            and "nothing was launched" in flat
+            and not any(lab.trainers().values())
+            and not metrics(lab, job),
+            f"{secs:.1f} s"
+            + ("" if rc != 0 else "; it launched!")
+            + ("" if ECC_LINE in flat else out[-2000:]),
+        )
+        render = Path(tempfile.mkdtemp(prefix="train-render-"))
+        rc, out, secs = lab.play(*tiny(job, "-e", "train_health=warn", "-e", f"render_dir={render}"))
+        flat = " ".join(out.split())
+        check(
+            "-e train_health=warn: the same finding is a preflight note and the play goes on",
+            rc == 0
+            and f"health: {sick}: {ECC_LINE}" in flat
+            and (render / job / sick / "launch.sh").exists(),
+            f"{secs:.1f} s" + ("" if rc == 0 else "\n" + out[-2000:]),
+        )
+        shutil.rmtree(render, ignore_errors=True)
+    finally:
+        lab.inventory = saved
+        shutil.rmtree(sick_inv, ignore_errors=True)
+    rc, out, secs = lab.play(
+        *tiny(job, "-e", '{"train_health_thresholds": {"host_disk_free_min_gib": 100000}}')
+    )
+    flat = " ".join(out.split())
+    named = [
+        h
+        for h in lab.hosts
+        if re.search(rf"{h}: host\.disk_free \[fail\] .*?threshold >= 100000 GiB\)", flat)
+    ]
+    check(
+        "a disk-free threshold above what the nodes have names every node, and nothing launches",
+        rc != 0 and named == lab.hosts and not any(lab.trainers().values()),
+        f"{secs:.1f} s; named {named}",
+    )
+    healthy_inv = with_host_vars(
+        lab, sick, {"train_health_sources": {"nvidia_smi": "/shared/health-test/healthy.xml"}}
+    )
+    try:
+        lab.inventory = healthy_inv
+        rc, out, secs = lab.play(*tiny(job, "-e", "steps=10", *SHORT))
+    finally:
+        lab.inventory = saved
+        shutil.rmtree(healthy_inv, ignore_errors=True)
+    check(
+        f"with {sick}'s recorded healthy GPUs the checks pass and the job trains",
+        rc == 0 and f"job {job} finished: step 10" in out and "gpu.ecc_volatile" not in out,
+        f"{secs:.1f} s" + ("" if rc == 0 else "\n" + out[-2000:]),
+    )
+    reset(lab, job)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 CASES: dict[str, Callable[[Lab], None]] = {
     "bad_inputs": case_bad_inputs,
     "sync_data": case_sync_data,
@@ -695,6 +803,7 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "faults": case_faults,
     "finished_launcher": case_finished_launcher,
     "recipe_once": case_recipe_once,
+    "health": case_health,
 }
 
 

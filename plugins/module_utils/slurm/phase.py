@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import config as slurm
 
 CHECK_ARGUMENT_SPEC: dict[str, Any] = {
@@ -28,6 +29,12 @@ CHECK_ARGUMENT_SPEC: dict[str, Any] = {
     "check_timeout": {"type": "raw", "required": True},
     "kill_wait": {"type": "raw", "required": True},
     "cluster_name": {"type": "raw", "required": True},
+    # the HealthCheckProgram (docs/health.md): slurm_health_check_interval, _node_state, _thresholds, ...
+    "health_check_interval": {"type": "raw", "default": ""},
+    "health_check_node_state": {"type": "raw", "default": "ANY"},
+    "health_thresholds": {"type": "raw", "default": {}},
+    "health_severity": {"type": "raw", "default": {}},
+    "health_sources": {"type": "raw", "default": {}},
 }
 
 PLAN_ARGUMENT_SPEC: dict[str, Any] = {
@@ -46,6 +53,9 @@ CONFIG_ARGUMENT_SPEC: dict[str, Any] = {
 }
 
 _WHOLE = re.compile(r"[0-9]+")
+# slurm.conf(5) HealthCheckNodeState: one of ALLOC, ANY, IDLE, NONDRAINED_IDLE, MIXED, comma-separated, and
+# CYCLE (spread the runs over the interval instead of all nodes at once).
+HEALTH_NODE_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE")
 _CLUSTER_NAME = re.compile(r"[a-z0-9_-]{1,40}")
 
 
@@ -74,9 +84,34 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
             "slurm_cluster_name must be 1-40 lower-case letters, digits, _ and - "
             f"(got '{_text(p['cluster_name'])}')"
         )
+    interval = _text(p.get("health_check_interval")).strip()
+    if interval and not _WHOLE.fullmatch(interval):
+        errors.append(
+            f"slurm_health_check_interval must be whole seconds, 0 or empty to disable (got '{interval}')"
+        )
+    states = [s.strip().upper() for s in _text(p.get("health_check_node_state", "ANY")).split(",")]
+    bad = [s for s in states if s not in HEALTH_NODE_STATES]
+    if bad:
+        errors.append(
+            f"slurm_health_check_node_state: {', '.join(bad) or repr('')} not one of "
+            f"{', '.join(HEALTH_NODE_STATES)} (comma-separated)"
+        )
+    errors += health_gate.settings_errors(
+        "slurm_health",
+        "fail",
+        p.get("health_thresholds", {}),
+        p.get("health_severity", {}),
+        p.get("health_sources", {}),
+    )
+    seconds = int(interval) if interval and _WHOLE.fullmatch(interval) else 0
     return {
         "errors": errors,
-        "plan": {"controller": controllers[0] if controllers else None, "cgroup": cgroup},
+        "plan": {
+            "controller": controllers[0] if controllers else None,
+            "cgroup": cgroup,
+            "health_check_interval": seconds,
+            "health_check_node_state": ",".join(states),
+        },
     }
 
 

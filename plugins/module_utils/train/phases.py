@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import launch as tl
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import supervisor
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import preflight_report
@@ -45,6 +46,11 @@ CHECK_SPEC: dict[str, Any] = {
     "base_dir": {"type": "path", "default": "/var/lib/rdmaops/train"},
     "log_dir": {"type": "path", "default": "/var/log/rdmaops"},
     "render_dir": {"type": "str", "default": ""},
+    # train_health, train_health_thresholds, train_health_severity, train_health_sources (docs/health.md)
+    "health": {"type": "raw", "default": "fail"},
+    "health_thresholds": {"type": "raw", "default": {}},
+    "health_severity": {"type": "raw", "default": {}},
+    "health_sources": {"type": "raw", "default": {}},
 }
 
 PLAN_SPEC: dict[str, Any] = {
@@ -57,6 +63,10 @@ PLAN_SPEC: dict[str, Any] = {
     "sync_data": {"type": "bool", "default": False},
     "env_file": {"type": "path", "default": "/etc/rdmaops/nccl.env"},
     "extra_env": {"type": "dict", "default": {}},
+    # per host, the rdmaops.cluster.node_health result (empty with train_health=off)
+    "health": {"type": "dict", "default": {}},
+    "health_mode": {"type": "str", "default": "off", "choices": list(health_gate.MODES)},
+    "health_severity": {"type": "dict", "default": {}},
 }
 
 
@@ -92,6 +102,9 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
         overrides[HSDP_KEY] = value
     # train.yml's resume setting wins over a train.resume in the overrides, as the trainer's last --set did
     overrides["train.resume"] = tl.resume_value(p["resume"])
+    errors += health_gate.settings_errors(
+        "train_health", p["health"], p["health_thresholds"], p["health_severity"], p["health_sources"]
+    )
     hosts = list(p["hosts"])
     try:
         resolved = resolve(p["trainer_src"], p["recipe"], overrides, len(hosts))
@@ -201,6 +214,15 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
         overwrite=p["overwrite"],
         sync_data=p["sync_data"],
     )
+    # Node health is part of the same report: a failing check names node, check, value and threshold next to
+    # the other problems (an unreachable node is already named above).
+    health = None
+    if p["health_mode"] != "off":
+        health = health_gate.evaluate(
+            p["health"], hosts, p["health_mode"], p["health_severity"], unreachable_named_elsewhere=True
+        )
+        report["errors"] += health["errors"]
+        report["notes"] += [f"health: {text}" for text in health["warnings"]]
     if report["errors"]:
         return {"errors": report["errors"]}
     if report["sync"]:  # inputs are copied first, then the preflight and this phase run again
@@ -306,6 +328,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {
         **record,
         "notes": [*report["notes"], *([note] if note else [])],
+        "health": health["summary"] if health else None,
         "sync": [],
         "job_record": record,
         "nodes": nodes,

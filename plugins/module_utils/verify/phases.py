@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import parse, plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
@@ -31,6 +32,11 @@ CHECK_SPEC: dict[str, Any] = {
     "thresholds": {"type": "dict", "required": True},
     "hosts": {"type": "list", "elements": "str", "required": True},
     "topology": {"type": "raw", "default": ""},
+    # verify_health, verify_health_thresholds, verify_health_severity, verify_health_sources (docs/health.md)
+    "health": {"type": "raw", "default": "fail"},
+    "health_thresholds": {"type": "raw", "default": {}},
+    "health_severity": {"type": "raw", "default": {}},
+    "health_sources": {"type": "raw", "default": {}},
 }
 
 GATE_SPEC: dict[str, Any] = {
@@ -88,6 +94,13 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
             f"verify needs at least two nodes (got {len(hosts)}) and mesh_network_topology mesh or switched "
             f"(got '{topology}'): run it on an inventory that site.yml addressed"
         )
+    errors += health_gate.settings_errors(
+        "verify_health",
+        params.get("health", "fail"),
+        params.get("health_thresholds", {}),
+        params.get("health_severity", {}),
+        params.get("health_sources", {}),
+    )
     return {"errors": errors, "plan": {"thresholds": limits}}
 
 

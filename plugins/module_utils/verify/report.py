@@ -19,6 +19,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import nccl_path
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError, check_hosts
@@ -41,8 +42,10 @@ def build_report(
     collective: dict[str, Any] | None = None,
     qos: dict[str, Any] | None = None,
     nccl: dict[str, Any] | None = None,
+    health: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The whole report as one JSON-serialisable document, with pass/fail per measurement."""
+    """The whole report as one JSON-serialisable document, with pass/fail per measurement. HEALTH: the node
+    health gate over all nodes (health/gate.py evaluate); its errors (mode fail) count as failures."""
     names = check_hosts(hosts)
     if not isinstance(measurements, list):
         raise VerifyError(f"measurements must be a list, got {type(measurements).__name__}")
@@ -80,6 +83,7 @@ def build_report(
     failures = gate_failures + failures + evaluate_collective(collective, limits)
     failures += [f"QoS: {p}" for p in (qos or {}).get("problems", [])]
     failures += [f"NCCL path: {p}" for p in (nccl or {}).get("problems", [])]
+    failures += [f"health: {p}" for p in (health or {}).get("errors", [])]
     return {
         "meta": dict(meta or {}),
         "hosts": names,
@@ -91,6 +95,7 @@ def build_report(
         "collective": collective,
         "qos": qos,
         "nccl_path": nccl,
+        "health": health,
         "failures": failures,
         "passed": not failures,
     }
@@ -200,6 +205,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += verify_qos.markdown(report["qos"])
     if report.get("nccl_path"):
         lines += nccl_path.markdown(report["nccl_path"])
+    if report.get("health"):
+        lines += health_gate.markdown(report["health"])
     if report["failures"]:
         lines += ["", "## Failures", ""] + [f"- {f}" for f in report["failures"]]
     return "\n".join(lines) + "\n"

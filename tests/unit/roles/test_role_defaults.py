@@ -100,3 +100,21 @@ def test_production_defaults_differ_from_the_lab_only_where_the_lab_says_so() ->
     assert verify["verify_min_gbps"] is None and verify["verify_line_rate_gbps"] is None
     assert python_env["python_env_wheelhouse"] == ""
     assert defaults("nccl_env")["nccl_env_transport"] == "{{ nccl_transport | default('rdma') }}"
+
+
+@pytest.mark.parametrize("role", ["train", "verify", "slurm"])
+def test_health_threshold_options_document_the_checks_own_defaults(role: str) -> None:
+    """<role>_health_thresholds lists every threshold of health/findings.py with its default there (the role's
+    own value is {}: only what is given overrides the checks' defaults)."""
+    from ansible_collections.rdmaops.cluster.plugins.module_utils.health.findings import DEFAULTS
+
+    option = spec_options(role)[f"{role}_health_thresholds"]
+    assert defaults(role)[f"{role}_health_thresholds"] == {} == option["default"]
+    assert set(option["options"]) == set(DEFAULTS)
+    for name, sub in option["options"].items():
+        if name == "rdma_counters":  # the table of docs/health.md, too long for a default here
+            assert "default" not in sub
+            continue
+        assert sub["default"] == DEFAULTS[name], f"{role}: {name}"
+    for name in (f"{role}_health_severity", f"{role}_health_sources"):
+        assert defaults(role)[name] == {} == spec_options(role)[name]["default"]

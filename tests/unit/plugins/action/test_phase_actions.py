@@ -24,6 +24,9 @@ ACTIONS = [
     "python_env_check",
     "python_env_plan",
     "lab_check",
+    "train_check",
+    "train_plan",
+    "verify_check",
 ]
 
 
@@ -44,8 +47,17 @@ def test_each_action_documents_the_spec_it_checks(name: str) -> None:
     ).ActionModule
     doc = importlib.import_module(f"ansible_collections.rdmaops.cluster.plugins.modules.{name}")
     assert name == action.NAME and f"module: {name}\n" in doc.DOCUMENTATION
+    # the module's own options and those of the collection's doc fragments it extends
+    documented = yaml.safe_load(doc.DOCUMENTATION)
+    options = dict(documented.get("options") or {})
+    for fragment in documented.get("extends_documentation_fragment") or []:
+        short = fragment.removeprefix("rdmaops.cluster.")
+        text = importlib.import_module(
+            f"ansible_collections.rdmaops.cluster.plugins.doc_fragments.{short}"
+        ).ModuleDocFragment.DOCUMENTATION
+        options.update(yaml.safe_load(text).get("options") or {})
     for option in action.ARGUMENT_SPEC:
-        assert f"\n  {option}:\n" in doc.DOCUMENTATION, f"{name}: option {option} is not documented"
+        assert option in options, f"{name}: option {option} is not documented"
 
 
 def test_switch_qos_check_fails_once_with_every_error() -> None:

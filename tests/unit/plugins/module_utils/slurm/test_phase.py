@@ -29,13 +29,26 @@ def _check(**over: Any) -> dict[str, Any]:
         "check_timeout": 60,
         "kill_wait": "10",
         "cluster_name": "rdmaops",
+        "health_check_interval": 300,
+        "health_check_node_state": "ANY",
+        "health_thresholds": {},
+        "health_severity": {},
+        "health_sources": {},
     }
     args.update(over)
     return phase.check(args)
 
 
 def test_check_passes_the_lab_inventory_and_names_the_controller() -> None:
-    assert _check() == {"errors": [], "plan": {"controller": "node1", "cgroup": "auto"}}
+    assert _check() == {
+        "errors": [],
+        "plan": {
+            "controller": "node1",
+            "cgroup": "auto",
+            "health_check_interval": 300,
+            "health_check_node_state": "ANY",
+        },
+    }
     # Jinja's `string | lower` of a YAML true
     assert _check(cgroup=True)["plan"]["cgroup"] == "true"
 
@@ -198,3 +211,22 @@ def test_config_judges_each_host_and_refuses_a_file_that_differs() -> None:
         "slurm.conf would differ on node2, node3 from node1's: a slurm_ variable set per host (host_vars) "
         "that must be the same for the cluster?"
     )
+
+
+def test_check_health_program_settings() -> None:
+    assert _check(health_check_interval="")["plan"]["health_check_interval"] == 0
+    assert _check(health_check_interval=0)["plan"]["health_check_interval"] == 0
+    assert _check(health_check_node_state="idle,cycle")["plan"]["health_check_node_state"] == "IDLE,CYCLE"
+    errors = _check(
+        health_check_interval="5m",
+        health_check_node_state="ANY,BUSY",
+        health_thresholds={"gpu_count": "8"},
+        health_severity={"host.clock_sync": "maybe"},
+    )["errors"]
+    assert errors == [
+        "slurm_health_check_interval must be whole seconds, 0 or empty to disable (got '5m')",
+        "slurm_health_check_node_state: BUSY not one of ALLOC, ANY, CYCLE, IDLE, MIXED, NONDRAINED_IDLE "
+        "(comma-separated)",
+        "slurm_health_thresholds: gpu_count: '8' is a str, expected int",
+        "slurm_health_severity.host.clock_sync: 'maybe' must be one of fail, warn, off",
+    ]

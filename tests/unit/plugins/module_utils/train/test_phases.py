@@ -39,6 +39,10 @@ def check_args(**kw: Any) -> dict[str, Any]:
         "base_dir": "/shared/train",
         "log_dir": "/var/log/rdmaops",
         "render_dir": "",
+        "health": "fail",
+        "health_thresholds": {},
+        "health_severity": {},
+        "health_sources": {},
     }
     args.update(kw)
     return args
@@ -84,6 +88,9 @@ def plan_args(check_plan: dict[str, Any], **kw: Any) -> dict[str, Any]:
         "sync_data": False,
         "env_file": "/etc/rdmaops/nccl.env",
         "extra_env": {},
+        "health": {},
+        "health_mode": "off",
+        "health_severity": {},
     }
     args.update(kw)
     return args
@@ -242,6 +249,73 @@ def test_plan_reports_every_preflight_problem_and_plans_nothing() -> None:
     assert any("node2: unreachable (ssh: connect timed out)" in e for e in out["errors"])
     assert any("node3: 1.0 GB free" in e for e in out["errors"])
     assert any("node1: rendezvous port 29500 is already in use" in e for e in out["errors"])
+
+
+def test_check_refuses_bad_health_settings_naming_them() -> None:
+    args = check_args(health="loud", health_thresholds={"host_disk_free_min_gb": 5}, health_severity={"g": 1})
+    errors = phases.check(args)["errors"]
+    assert "train_health: 'loud' must be one of fail, warn, off" in errors
+    wrong = "train_health_thresholds: unknown threshold 'host_disk_free_min_gb'"
+    assert any(e.startswith(wrong) for e in errors)
+    assert any(e.startswith("train_health_severity: unknown check 'g'") for e in errors)
+
+
+def health_result(node: str, *findings: dict[str, Any]) -> dict[str, Any]:
+    """A node_health result (as registered) with these findings."""
+    checks = {"gpu.ecc_volatile": "pass", "host.disk_free": "pass"}
+    checks.update({f["check"]: f["severity"] for f in findings})
+    return {
+        "changed": False,
+        "health": {"node": node, "ok": not findings, "findings": [*findings], "checks": checks, "facts": {}},
+    }
+
+
+DISK = {
+    "node": "node2",
+    "check": "host.disk_free",
+    "subject": "/shared/train/tiny/runs/tiny",
+    "value": "55.5 GiB",
+    "threshold": ">= 1e+05 GiB",
+    "severity": "fail",
+    "message": "55.5 GiB free for checkpoints on /",
+}
+
+
+def test_plan_health_fail_stops_the_launch_with_the_other_problems() -> None:
+    c = checked()
+    reports = {h: report(h) for h in HOSTS}
+    reports["node3"] = report("node3", disk=["/shared", 1.0])
+    health = {h: health_result(h) for h in HOSTS}
+    health["node2"] = health_result("node2", DISK)
+    out = phases.plan(plan_args(c, reports=reports, health=health, health_mode="fail"))
+    assert "plan" not in out
+    assert (
+        "node2: host.disk_free [fail] /shared/train/tiny/runs/tiny: 55.5 GiB free for checkpoints on / "
+        "(value 55.5 GiB, threshold >= 1e+05 GiB)" in out["errors"]
+    )
+    assert any(e.startswith("node3: 1.0 GB free") for e in out["errors"])
+
+
+def test_plan_health_warn_and_off_launch() -> None:
+    c = checked()
+    health = {h: health_result(h) for h in HOSTS}
+    health["node2"] = health_result("node2", DISK)
+    warned = phases.plan(plan_args(c, health=health, health_mode="warn"))
+    assert warned["errors"] == []
+    assert any(n.startswith("health: node2: host.disk_free [fail]") for n in warned["plan"]["notes"])
+    assert warned["plan"]["health"]["failed_nodes"] == ["node2"]
+    off = phases.plan(plan_args(c, health=health, health_mode="off"))
+    assert off["errors"] == [] and off["plan"]["health"] is None
+    passing = phases.plan(plan_args(c, health={h: health_result(h) for h in HOSTS}, health_mode="fail"))
+    assert passing["errors"] == [] and passing["plan"]["health"]["ok"]
+    # an unreachable node is named once, by the preflight
+    health["node2"] = {"unreachable": True, "msg": "ssh: timed out"}
+    reports = {h: report(h) for h in HOSTS}
+    reports["node2"] = {"unreachable": True, "msg": "ssh: timed out"}
+    out = phases.plan(plan_args(c, reports=reports, health=health, health_mode="fail"))
+    assert [e for e in out["errors"] if "node2" in e] == [
+        "node2: unreachable (ssh: timed out); bring it back or leave it out with --limit"
+    ]
 
 
 def test_plan_for_slurm_writes_the_batch_script_on_the_resolved_recipe() -> None:

@@ -54,6 +54,14 @@ def test_check_names_every_bad_setting_in_the_role_s_words() -> None:
     ]
 
 
+def test_check_names_bad_health_settings() -> None:
+    bad = {**GOOD, "health": "strict", "health_thresholds": {"rdma_rate_gbps": "400"}}
+    assert phases.check(bad)["errors"] == [
+        "verify_health: 'strict' must be one of fail, warn, off",
+        "verify_health_thresholds: rdma_rate_gbps: '400' is a str, expected int or float",
+    ]
+
+
 def test_gate_fails_naming_the_node() -> None:
     params = {"host": "node1", "port_info": {"rdma_ports": []}, "rdma_required": True, "require_active": True}
     out = phases.gate({**params, "sysfs_root": "/sys"})

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
 
@@ -90,6 +91,37 @@ def test_build_report_collects_every_failure() -> None:
     json.dumps(report)
     report["meta"]["check_mode"] = True
     assert "**CHECK MODE, nothing measured**" in vr.markdown(report)
+
+
+def test_health_section_and_its_failures() -> None:
+    hosts = ["node1", "node2", "node3"]
+    ecc = {
+        "node": "node2",
+        "check": "gpu.ecc_volatile",
+        "subject": "GPU 1 (00000000:00:07.0)",
+        "value": 2,
+        "threshold": 0,
+        "severity": "fail",
+        "message": "2 uncorrectable ECC errors (volatile, since the driver loaded)",
+    }
+    results: dict[str, Any] = {
+        h: {"health": {"node": h, "ok": True, "findings": [], "checks": {"gpu.ecc_volatile": "pass"}}}
+        for h in hosts
+    }
+    results["node2"]["health"].update(ok=False, findings=[ecc], checks={"gpu.ecc_volatile": "fail"})
+    line = (
+        "node2: gpu.ecc_volatile [fail] GPU 1 (00000000:00:07.0): 2 uncorrectable ECC errors "
+        "(volatile, since the driver loaded) (value 2, threshold 0)"
+    )
+    failing = vr.build_report(hosts, [], {}, health=health_gate.evaluate(results, hosts, "fail"))
+    assert failing["failures"] == [f"health: {line}"]
+    assert failing["health"]["summary"]["failed_nodes"] == ["node2"]
+    text = vr.markdown(failing)
+    assert "## Node health" in text and "| node2 | FAIL | 1 | 0 |" in text and f"- {line}" in text
+    warned = vr.build_report(hosts, [], {}, health=health_gate.evaluate(results, hosts, "warn"))
+    assert warned["passed"] and warned["health"]["warnings"] == [line]
+    json.dumps(failing)
+    assert "## Node health" not in vr.markdown(vr.build_report(hosts, [], {}))
 
 
 def test_write_report_files_and_latest_link(tmp_path: Path) -> None:
