@@ -69,10 +69,25 @@ options:
     type: path
     required: true
   hosts:
-    description: The job's hosts in node-rank order (their number must equal the recipe's C(cluster.nodes)).
+    description:
+      - The job's hosts in the play's order (their number must equal the recipe's C(cluster.nodes)).
+      - C(plan.hosts) is them in node-rank order, along the cabling on a ring or chain (O(ports)).
     type: list
     elements: str
     required: true
+  topology:
+    description: The data network's topology (C(mesh_network_topology)); V(switched) keeps the hosts' order.
+    type: str
+    choices: [mesh, switched]
+    default: mesh
+  ports:
+    description:
+      - Every host's C(mesh_network_ports) (host -> peer -> port or list of ports), the cables as
+        M(rdmaops.cluster.mesh_network_check) reads them. On a ring or chain, C(plan.hosts) follows the cables
+        (C(mesh_network_cabling.order)); a full mesh or no port map keeps the hosts' order.
+      - A cable listed by one end only is an error.
+    type: dict
+    default: {}
   venv:
     description: The venv on every node.
     type: path
@@ -120,11 +135,11 @@ errors:
   elements: str
 plan:
   description:
-    - C(job), C(unit), C(launcher), C(resume), C(hosts), C(master), C(workdir), C(output_dir),
-      C(metrics_file),
-      C(log_file), C(events_file), C(steps), C(paths) (the recipe's inputs every node must hold), C(launch)
-      (the facts the preflight compares), C(recipe_text) (the resolved recipe file), C(recipe_sha256),
-      C(render_dir) (absolute; empty unless O(render_dir) is set).
+    - C(job), C(unit), C(launcher), C(resume), C(hosts) (in node-rank order), C(master) (rank 0),
+      C(order_note) (the rank order and why, for the preflight notes; empty without a port map), C(workdir),
+      C(output_dir), C(metrics_file), C(log_file), C(events_file), C(steps), C(paths) (the recipe's inputs
+      every node must hold), C(launch) (the facts the preflight compares), C(recipe_text) (the resolved
+      recipe file), C(recipe_sha256), C(render_dir) (absolute; empty unless O(render_dir) is set).
   returned: success
   type: dict
 """

@@ -8,7 +8,7 @@
 #            direction, the bytes those routes predict (each neighbour's bytes left by the veth facing it, plus
 #            the transit), and each rank's log one node-address connection per non-neighbour.
 #   rails:   2 namespaces joined by 2 cables: a connection spreads over both (each carries 40-60%).
-#   run_ring.sh FUNC_PEER LIBRARY          root; under flock /tmp/rdmaops-lab.lock (make ring does both)
+#   run_ring.sh FUNC_PEER LIBRARY          root, under the lab lock the caller holds (flock /tmp/rdmaops-lab.lock)
 set -euo pipefail
 peer=$(readlink -f "$1")
 lib=$(readlink -f "$2")

@@ -272,7 +272,9 @@ def slurm_batch_script(
     recipe_file: str = "",
 ) -> str:
     """The sbatch script of a job: one task per node, each running torchrun with the node's own NCCL/gloo
-    environment; the master is the allocation's first node, dialled on its node address (the mesh). With
+    environment. ``addresses`` maps each node's Slurm name to its node address in node-rank order (train.yml's
+    order: along the cabling on a ring or chain): each task takes its rank from its node's name, not from
+    Slurm's own node order, and rank 0 is the master, dialled on its node address (the mesh). With
     ``recipe_file`` (and RDMAOPS_RECIPE_SHA256 in ``environment``), each task checks the digest of that file
     on its node before it starts.
 
@@ -293,16 +295,24 @@ def slurm_batch_script(
     # $MASTER_ADDR expands in the batch script; everything else is quoted as is.
     words = [q(w).replace("'--master-addr=$MASTER_ADDR'", '--master-addr="$MASTER_ADDR"') for w in launcher]
     words += [q(w) for w in trainer]
-    cases = "".join(f"  {name}) MASTER_ADDR={q(addr)} ;;\n" for name, addr in addresses.items())
+    names = list(addresses)
+    order = " ".join(names)
+    # the names were checked above: safe inside the quoted task and in case patterns
+    ranks = "".join(f"{name}) export PET_NODE_RANK={i} ;; " for i, name in enumerate(names))
+    allocated = 'scontrol show hostnames "$SLURM_JOB_NODELIST" | LC_ALL=C sort | tr "\\n" " "'
+    expected = q(" ".join(sorted(names)) + " ")
     exports = "".join(f"export {k}={q(str(v))}\n" for k, v in sorted(environment.items()))
-    # Each task: the node's own NCCL/gloo environment file, and its rank (torchrun reads PET_NODE_RANK).
+    # Each task: the node's NCCL/gloo environment file, its rank by its name (torchrun reads PET_NODE_RANK).
     check = ""
     if recipe_file:
         check = (
             f'echo "$RDMAOPS_RECIPE_SHA256  {recipe_file}" | sha256sum --check --status || '
             f'{{ echo "$(hostname): {recipe_file} is not the recipe train.yml resolved" >&2; exit 2; }}; '
         )
-    task = f'set -a; . {q(env_file)}; set +a; {check}export PET_NODE_RANK="$SLURM_NODEID"; exec "$@"'
+    task = (
+        f'set -a; . {q(env_file)}; set +a; {check}case "$SLURMD_NODENAME" in {ranks}'
+        f'*) echo "$SLURMD_NODENAME has no node rank (ranks: {order})" >&2; exit 2 ;; esac; exec "$@"'
+    )
     positional = "".join(
         f'if [ -n "${{{n}:-}}" ]; then overrides+=(--set "{key}=${n}"); fi\n'
         for n, key in (("1", SHORTHANDS["steps"]), ("2", SHORTHANDS["warmup"]), ("3", SHORTHANDS["lr"]))
@@ -328,12 +338,15 @@ def slurm_batch_script(
 set -euo pipefail
 # Positional arguments override the recipe (later --set wins).
 overrides=()
-{positional}first=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)
-case "$first" in
-{cases}  *) echo "no node address for $first (the job's nodes: $SLURM_JOB_NODELIST)" >&2; exit 2 ;;
-esac
-{exports}echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, master $first at $MASTER_ADDR:{master_port}"
-# One torchrun per node; --kill-on-bad-exit: one failed node ends every node's task at once.
+{positional}# Node ranks in train.yml's order ({order}), not in Slurm's: the allocation must be exactly
+# these nodes.
+if [ "$({allocated})" != {expected} ]; then
+  echo "the job's nodes $SLURM_JOB_NODELIST are not the nodes ranked {order}" >&2; exit 2
+fi
+MASTER_ADDR={q(addresses[names[0]])}
+{exports}echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST, master {names[0]} at $MASTER_ADDR:{master_port}, \
+ranks {order}"
+# One torchrun per node, its rank from its node's name; --kill-on-bad-exit: a failed node ends every task.
 exec srun --kill-on-bad-exit=1 --ntasks-per-node=1 --export=ALL bash -c {q(task)} rdmaops-task \\
 {lines}  "${{overrides[@]}}"
 """

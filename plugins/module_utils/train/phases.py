@@ -19,6 +19,7 @@ from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import launch as tl
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order as rank_order
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import supervisor
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import preflight_report
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import RecipeResolveError, resolve
@@ -42,6 +43,9 @@ CHECK_SPEC: dict[str, Any] = {
     "resume": {"type": "str", "default": "never", "choices": list(tl.RESUME)},
     "trainer_src": {"type": "path", "required": True},
     "hosts": {"type": "list", "elements": "str", "required": True},
+    # the data network as the inventory describes it (mesh_network_topology, every host's mesh_network_ports)
+    "topology": {"type": "str", "default": "mesh", "choices": ["mesh", "switched"]},
+    "ports": {"type": "dict", "default": {}},
     "venv": {"type": "path", "default": "/opt/rdmaops/venv"},
     "base_dir": {"type": "path", "default": "/var/lib/rdmaops/train"},
     "log_dir": {"type": "path", "default": "/var/log/rdmaops"},
@@ -111,6 +115,9 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     except RecipeResolveError as exc:
         return {"errors": [*errors, str(exc)]}
     launch = resolved["launch"]
+    ranked = rank_order.rank_order(hosts, p["topology"], p["ports"])
+    hosts = ranked["order"]
+    errors += ranked["errors"]
     job = p["job"] or launch["name"]
     try:
         tl.check_job_name(job)
@@ -135,6 +142,7 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
             "resume": p["resume"],
             "hosts": hosts,
             "master": hosts[0],
+            "order_note": ranked["note"],
             "venv": p["venv"],
             "python": f"{p['venv'].rstrip('/')}/bin/python",
             "workdir": workdir,
@@ -227,6 +235,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
         return {"errors": report["errors"]}
     if report["sync"]:  # inputs are copied first, then the preflight and this phase run again
         return {"errors": [], "plan": {"notes": report["notes"], "sync": report["sync"]}}
+    report["notes"][:0] = [c["order_note"]] if c.get("order_note") else []
     master = hosts[0]
     master_addr = str(
         (reports.get(master) or {}).get("address") or (p["addresses"] or {}).get(master) or master

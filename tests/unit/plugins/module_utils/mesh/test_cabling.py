@@ -330,3 +330,78 @@ def test_subnets_never_overlap_for_rails_and_rings() -> None:
 def test_a_pool_too_small_for_the_cables_is_named() -> None:
     with pytest.raises(ma.MeshAddressingError, match=r"pool 192.168.100.0/29 is too small: it holds 2 /30"):
         ma.mesh_links(names(4), "192.168.100.0/29", 30, ring(4))
+
+
+def cabled_along(walk: list[str], port_of: Any = None) -> dict[str, dict[str, Any]]:
+    """The port map of a ring cabled along ``walk`` (not the host list): each node's data0 faces the node
+    before it on the walk, data1 the node after it; ``port_of(name)`` gives the map's value."""
+    n = len(walk)
+    port_of = port_of or (lambda name: name)
+    return {
+        h: {walk[i - 1]: port_of("data0"), walk[(i + 1) % n]: port_of("data1")} for i, h in enumerate(walk)
+    }
+
+
+@pytest.mark.parametrize("n", range(4, 17))
+def test_rings_cabled_out_of_host_order_are_ordered_along_the_cables(n: int) -> None:
+    hosts = names(n)
+    walk = hosts[::2] + hosts[1::2][::-1]  # node1 node3 node5 ... node6 node4 node2: a ring for any n
+    g = graph(cabled_along(walk), hosts)
+    assert g.shape() == "ring" and cabling.connectivity_errors(g) == []
+    # From node1 towards its neighbour first in the host list (node2), i.e. the walk backwards.
+    assert g.order() == [walk[0], *walk[1:][::-1]] == cabling.node_order(hosts, cabled_along(walk))
+    position = {h: i for i, h in enumerate(walk)}
+    for src, dst in itertools.permutations(hosts, 2):
+        assert g.hops(src, dst) == ring_hops(position[src], position[dst], n)
+    # Ranks along the order: NCCL's ring joins only nodes that share a cable, the last and the first too.
+    assert cabling.nccl_pairs(g, g.shape(), g.order()) == [
+        (g.order()[k], g.order()[(k + 1) % n]) for k in range(n)
+    ]
+
+
+def test_a_ring_of_rails_routes_over_cable_0_and_uses_every_cable() -> None:
+    hosts = names(4)
+    ports = cabled_along(hosts, lambda name: [name, f"{name}b"])  # two cables to each neighbour
+    g = graph(ports)
+    assert g.shape() == "ring" and g.max_cables() == 2 and len(g.cables) == 8 and g.order() == hosts
+    assert [c["k"] for c in g.path_cables("node1", "node3")] == [0, 0]
+    links = ma.mesh_links(hosts, POOL, PREFIX, ports)
+    assert len(links) == 8 and len({x["subnet"] for x in links}) == 8
+    plan = ma.host_plan(
+        "node1",
+        hosts,
+        "mesh",
+        ports=ports["node1"],
+        all_ports=ports,
+        interfaces={"data0": "", "data0b": "", "data1": "", "data1b": ""},
+        **PLAN_ARGS,
+    )
+    # node3 (two hops) is routed over the first cable to node2, the neighbour first in the host list.
+    routes = {x["ifname"]: x["routes"] for x in plan["links"]}
+    assert routes == {"data1": ["node2", "node3"], "data1b": [], "data0": ["node4"], "data0b": []}
+
+
+def test_a_node_without_any_cable_is_named_in_its_own_group() -> None:
+    ports = {"node1": {"node2": "data0"}, "node2": {"node1": "data0"}, "node3": {}}
+    g = graph(ports, names(3))
+    assert cabling.connectivity_errors(g) == [
+        "the cabling is not connected: no cable joins the groups node1, node2 | node3 "
+        "(every node must reach every other over the data cables)"
+    ]
+
+
+def test_the_order_search_gives_up_in_bounded_time_where_no_path_passes_every_node() -> None:
+    # Every one of 7 nodes cabled to every one of 9 others, none among themselves (K7,9): no path through all
+    # 16 nodes exists, and a search without a bound would try them all.
+    hosts = names(16)
+    left, right = hosts[:7], hosts[7:]
+    ports: dict[str, dict[str, Any]] = {h: {} for h in hosts}
+    for a in left:
+        for k, b in enumerate(right):
+            ports[a][b] = f"p{k}"
+            ports[b][a] = f"p{left.index(a)}"
+    g = graph(ports)
+    order = g.order()
+    # Breadth-first from node1: node1, its 9 neighbours, then the other 6 of its side.
+    assert order == ["node1", *right, *left[1:]]
+    assert g.shape() == "partial" and cabling.connectivity_errors(g) == []

@@ -15,6 +15,7 @@ from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.rdmaops.cluster.plugins.action.train_check import ActionModule as CheckAction
 from ansible_collections.rdmaops.cluster.plugins.action.train_plan import ActionModule as PlanAction
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order as rank_order
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import recipe_digest
 
@@ -35,6 +36,8 @@ def check_args(**kw: Any) -> dict[str, Any]:
         "resume": "never",
         "trainer_src": TRAINER,
         "hosts": HOSTS,
+        "topology": "mesh",
+        "ports": {},
         "venv": "/opt/rdmaops/venv",
         "base_dir": "/shared/train",
         "log_dir": "/var/log/rdmaops",
@@ -323,7 +326,7 @@ def test_plan_for_slurm_writes_the_batch_script_on_the_resolved_recipe() -> None
     p = phases.plan(plan_args(c))["plan"]
     assert p["slurm_job_name"] == "rdmaops-tiny" and p["batch_script"] == "/shared/train/tiny/tiny.sbatch"
     text = p["batch_script_text"]
-    assert "  node1) MASTER_ADDR=10.255.0.1 ;;" in text
+    assert "MASTER_ADDR=10.255.0.1" in text.splitlines()
     assert "--recipe /shared/train/tiny/recipe.yaml" in text
     assert f"export RDMAOPS_RECIPE_SHA256={c['recipe_sha256']}" in text
 
@@ -353,3 +356,50 @@ def test_the_action_plugins_fail_with_every_error_in_one_message() -> None:
     assert out["failed"] and out["msg"].startswith(
         "train preflight: 1 problem(s), nothing was launched: node2: no venv"
     )
+
+
+# Cabled node1 - node3 - node2 - node4 - node1 (the inventory's mesh_network_ports of every host).
+RING4 = {
+    "node1": {"node3": "data0", "node4": "data1"},
+    "node2": {"node3": "data0", "node4": "data1"},
+    "node3": {"node1": "data0", "node2": "data1"},
+    "node4": {"node2": "data0", "node1": "data1"},
+}
+RING_HOSTS = ["node1", "node2", "node3", "node4"]
+FOUR = {"cluster.nodes": 4, "train.global_batch_size": 16}  # the tiny recipe is for 3 nodes
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "slurm"])
+def test_on_a_ring_the_node_ranks_follow_the_cables(launcher: str) -> None:
+    c = checked(hosts=RING_HOSTS, ports=RING4, launcher=launcher, overrides=FOUR)
+    order = ["node1", "node3", "node2", "node4"]
+    assert c["hosts"] == order and c["master"] == "node1"
+    reports = {h: report(h) for h in RING_HOSTS}
+    p = phases.plan(plan_args(c, reports=reports, addresses={}))["plan"]
+    assert p["order"] == order and p["job_record"]["order"] == order
+    assert {h: n["node_rank"] for h, n in p["nodes"].items()} == {
+        "node1": 0,
+        "node3": 1,
+        "node2": 2,
+        "node4": 3,
+    }
+    assert p["notes"][0] == f"rank order: node1, node3, node2, node4, master node1 ({rank_order.RING})"
+    if launcher == "slurm":
+        assert "ranks node1 node3 node2 node4" in p["batch_script_text"]
+    else:
+        assert "--node-rank=1 --master-addr=10.255.0.1" in p["nodes"]["node3"]["command"]
+
+
+def test_a_full_mesh_or_a_switched_fabric_keeps_the_play_order() -> None:
+    mesh = {h: {o: f"p{i}" for i, o in enumerate(x for x in HOSTS if x != h)} for h in HOSTS}
+    assert checked(ports=mesh)["hosts"] == HOSTS
+    assert checked(ports=RING4 | mesh, topology="switched", hosts=HOSTS)["order_note"] == ""
+    p = phases.plan(plan_args(checked(ports=mesh)))["plan"]
+    assert p["order"] == HOSTS and p["notes"][0].startswith("rank order: the play's host order node1, node2")
+
+
+def test_an_inconsistent_port_map_is_refused_before_anything_starts() -> None:
+    ports = {h: dict(v) for h, v in RING4.items()}
+    ports["node4"] = {"node2": "data0"}
+    out = phases.check(check_args(hosts=RING_HOSTS, ports=ports, overrides=FOUR))
+    assert "plan" not in out and any("mesh_network_ports is inconsistent: node4:" in e for e in out["errors"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,13 +31,15 @@ ARGS = {
 }
 
 
-def _fake_bin(tmp: Path, env_file: Path) -> Path:
-    """scontrol lists the allocation (node2 first); srun runs the command as node rank 1; python prints."""
+def _fake_bin(tmp: Path, env_file: Path, node: str = "node2", allocation: str = "node2 node1") -> Path:
+    """scontrol lists the allocation (node2 first: Slurm's order, not train.yml's); srun runs the command as
+    the task on ``node`` (SLURM_NODEID 0: Slurm's first node); python prints."""
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text('#!/bin/sh\nprintf "node2\\nnode1\\n"\n')
+    (bin_dir / "scontrol").write_text(f"#!/bin/sh\nprintf '%s\\n' {allocation}\n")
     (bin_dir / "srun").write_text(
-        '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexport SLURM_NODEID=1\nexec "$@"\n'
+        '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\n'
+        f'export SLURM_NODEID=0 SLURMD_NODENAME={node}\nexec "$@"\n'
     )
     (bin_dir / "python").write_text(
         '#!/bin/sh\necho "rank=$PET_NODE_RANK gloo=$GLOO_SOCKET_IFNAME job=$RDMAOPS_TRAIN_JOB"\n'
@@ -48,10 +51,10 @@ def _fake_bin(tmp: Path, env_file: Path) -> Path:
     return bin_dir
 
 
-def _run(tmp: Path, *positional: str) -> list[str]:
+def _run(tmp: Path, *positional: str, **kw: Any) -> list[str]:
     env_file = tmp / "nccl.env"
-    bin_dir = _fake_bin(tmp, env_file)
-    text = slurm_batch_script(**{**ARGS, "python": str(bin_dir / "python"), "env_file": str(env_file)})
+    bin_dir = _fake_bin(tmp, env_file, **kw.pop("fake", {}))
+    text = slurm_batch_script(**{**ARGS, "python": str(bin_dir / "python"), "env_file": str(env_file), **kw})
     script = tmp / "t1.sbatch"
     script.write_text(text)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "node[1-2]",
@@ -64,14 +67,51 @@ def _run(tmp: Path, *positional: str) -> list[str]:
 
 def test_script_runs_torchrun_with_the_node_rank_and_the_first_node_as_master(tmp_path: Path) -> None:
     out = _run(tmp_path)
-    assert out[0] == "job 42 on node[1-2], master node2 at 10.255.0.2:29500"
+    # ranks and master in train.yml's order (node1, node2), whatever order Slurm lists the nodes in
+    assert out[0] == "job 42 on node[1-2], master node1 at 10.255.0.1:29500, ranks node1 node2"
     assert out[1] == "rank=1 gloo=nodeaddr0 job=t1"
     args = [line.removeprefix("arg=") for line in out[2:]]
     assert args[:8] == [
-        "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=2", "--master-addr=10.255.0.2",
+        "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=2", "--master-addr=10.255.0.1",
         "--master-port=29500", "--max-restarts=0", "-m",
     ]  # fmt: skip
     assert args[8:] == ["rdmaops_trainer", "--recipe", "/srv/train/t1/recipe.yaml"]
+
+
+def test_ranks_follow_the_order_given_not_slurms(tmp_path: Path) -> None:
+    # a ring cabled node1 - node3 - node2 - node4: train.yml ranks node1, node3, node2, node4
+    ring = {"node1": "10.255.0.1", "node3": "10.255.0.3", "node2": "10.255.0.2", "node4": "10.255.0.4"}
+    allocation = "node1 node2 node3 node4"
+    for node, rank in (("node1", 0), ("node3", 1), ("node2", 2), ("node4", 3)):
+        tmp = tmp_path / node
+        tmp.mkdir()
+        out = _run(tmp, addresses=ring, nodes=4, fake={"node": node, "allocation": allocation})
+        assert (
+            out[0] == "job 42 on node[1-2], master node1 at 10.255.0.1:29500, ranks node1 node3 node2 node4"
+        )
+        assert out[1] == f"rank={rank} gloo=nodeaddr0 job=t1"
+
+
+@pytest.mark.parametrize(
+    ("fake", "message"),
+    [
+        # sbatch by hand on other nodes: Slurm's allocation is not the nodes train.yml ranked
+        ({"allocation": "node1 node3"}, "the job's nodes node[1-2] are not the nodes ranked node1 node2"),
+        # a task on a node that has no rank
+        ({"node": "node9"}, "node9 has no node rank (ranks: node1 node2)"),
+    ],
+)
+def test_nodes_without_a_rank_stop_the_job(tmp_path: Path, fake: dict[str, str], message: str) -> None:
+    env_file = tmp_path / "nccl.env"
+    bin_dir = _fake_bin(tmp_path, env_file, **fake)
+    script = tmp_path / "t1.sbatch"
+    script.write_text(
+        slurm_batch_script(**{**ARGS, "python": str(bin_dir / "python"), "env_file": str(env_file)})
+    )
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "node[1-2]",
+           "SLURM_JOB_ID": "42"}  # fmt: skip
+    proc = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode == 2 and message in proc.stderr and "rank=" not in proc.stdout
 
 
 def test_script_positional_steps_warmup_lr_override_last(tmp_path: Path) -> None:
