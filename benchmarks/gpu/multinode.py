@@ -232,6 +232,11 @@ def report(env: dict[str, str], gpus: int, address: str) -> dict[str, Any]:
     }
 
 
+def spec_defaults(spec: dict[str, Any]) -> dict[str, Any]:
+    """A phase's arguments as Ansible fills in those a task leaves out (the rehearsal sets the rest)."""
+    return {name: opt.get("default") for name, opt in spec.items() if not opt.get("required")}
+
+
 def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> None:
     from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
 
@@ -255,6 +260,9 @@ def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> No
             recipe = "tiny"
         check = phases.check(
             {
+                **spec_defaults(phases.CHECK_SPEC),
+                # node health is the GPU machine's own business here: no node_health report to gate on
+                "health": "off",
                 "recipe": recipe,
                 "overrides": overrides,
                 "steps": "",
@@ -278,6 +286,7 @@ def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> No
         reports = {h: report(env, total // row["nodes"], f"10.255.0.{i + 1}") for i, h in enumerate(hosts)}
         planned = phases.plan(
             {
+                **spec_defaults(phases.PLAN_SPEC),
                 "check": check["plan"],
                 "reports": reports,
                 "addresses": {},
