@@ -368,7 +368,13 @@ class Host:
 
 
 def exec_argv(argv: list[str]) -> list[str]:
-    """The command line a unit shows once running: `nsenter OPTS -- CMD...` execs CMD in place."""
+    """The command line a unit shows once running: `env NAME=VALUE... CMD...` and `nsenter OPTS -- CMD...`
+    exec CMD in place (a node's argv has both)."""
+    if argv[:1] in (["env"], ["/usr/bin/env"]):
+        rest = argv[1:]
+        while rest and "=" in rest[0] and not rest[0].startswith("-"):
+            rest = rest[1:]
+        return exec_argv(rest)
     if argv[:1] == ["nsenter"] and "--" in argv:
         return argv[argv.index("--") + 1 :]
     return argv

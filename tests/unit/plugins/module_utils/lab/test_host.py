@@ -25,6 +25,13 @@ def test_exec_argv_strips_nsenter() -> None:
     ]
 
 
+def test_exec_argv_strips_env_then_nsenter() -> None:
+    """A node's argv (roles/lab/vars/main.yml lab_nspawn_argv): env sets a variable and execs nsenter, which
+    execs systemd-nspawn: the running process shows only the last command line."""
+    argv = ["/usr/bin/env", "SYSTEMD_NSPAWN_API_VFS_WRITABLE=network", "nsenter", "--net=/run/netns/n1", "--"]
+    assert lab_host.exec_argv([*argv, "systemd-nspawn", "--boot"]) == ["systemd-nspawn", "--boot"]
+
+
 def test_wait_listening_names_the_process_that_holds_the_port() -> None:
     host = lab_host.Host("unit", runner=lambda argv: (0, SS_FOREIGN + SS_OWN, ""))
     host.wait_listening("aptproxy", 41234, "10.99.0.1", 3242, timeout=0)  # its own listener: fine
