@@ -113,74 +113,6 @@ def case_srun(lab: SlurmLab) -> None:
     )
 
 
-def case_munge_secret(lab: SlurmLab) -> None:
-    key_b64 = lab.ssh(lab.hosts[0], "base64 -w0 /etc/munge/munge.key").stdout.strip()
-    rc, out, took = lab.play("playbooks/slurm.yml", "-vvv")
-    recap = [line for line in out.splitlines() if " changed=" in line]
-    check(
-        "slurm.yml again: no change",
-        rc == 0 and all(" changed=0 " in line for line in recap),
-        f"{took:.1f} s",
-    )
-    pieces = [key_b64[i : i + 24] for i in range(0, len(key_b64) - 24, 24)]
-    leaked = [p for p in pieces if p in out]
-    check(
-        "the munge key never appears in the -vvv output",
-        len(key_b64) > 100 and not leaked,
-        f"{len(out)} characters of output searched for {len(pieces)} pieces of the key: {len(leaked)} found",
-    )
-    stats = {
-        h: lab.ssh(
-            h, "stat -c '%a %U %G' /etc/munge/munge.key; sha256sum < /etc/munge/munge.key"
-        ).stdout.split("\n")
-        for h in lab.hosts
-    }
-    modes = {h: s[0] for h, s in stats.items()}
-    digests = {s[1] for s in stats.values()}
-    check(
-        "one key on every node, mode 0400, owned by munge",
-        set(modes.values()) == {"400 munge munge"} and len(digests) == 1,
-        f"{modes}",
-    )
-    cred = lab.ssh(lab.hosts[0], "munge -n").stdout
-    decoded = [
-        lab.ssh(h, f"echo {cred.strip()} | unmunge >/dev/null && echo ok").stdout.strip() for h in lab.hosts
-    ]
-    check("a credential of the controller decodes on every node", decoded == ["ok"] * len(lab.hosts))
-
-
-def case_memory_reconfigure(lab: SlurmLab) -> None:
-    node = lab.hosts[1]
-    found = int(lab.ssh(node, "slurmd -C | sed -n 's/.*RealMemory=\\([0-9]*\\).*/\\1/p'").stdout.strip())
-    declared = found - 1024
-    inv = lab.edited(lambda doc: _cluster(doc)[node].update(slurm_real_memory=declared))
-    before = lab.pids()
-    rc, out, took = lab.play_on(inv, "playbooks/slurm.yml")
-    after = lab.pids()
-    shown = lab.ssh(lab.hosts[0], f"scontrol show node {node}").stdout
-    check(
-        f"{node}'s declared memory lowered: scontrol reconfigure, nothing restarted",
-        rc == 0
-        and handler_result(out, "Reconfigure Slurm") == "changed"
-        and handler_result(out, "Restart slurmctld") == "skipping"
-        and handler_result(out, "Restart slurmd") == "skipping"
-        and before == after
-        and f"RealMemory={declared} " in shown,
-        f"RealMemory {found} -> {declared} MiB in {took:.1f} s; daemon PIDs before {before}, after {after}",
-    )
-    rc, out, took = lab.play("playbooks/slurm.yml")
-    shown = lab.ssh(lab.hosts[0], f"scontrol show node {node}").stdout
-    check(
-        "and back: reconfigure again, node idle with all its memory",
-        rc == 0
-        and handler_result(out, "Reconfigure Slurm") == "changed"
-        and f"RealMemory={found} " in shown
-        and "State=IDLE" in shown,
-        f"{took:.1f} s",
-    )
-    shutil.rmtree(inv, ignore_errors=True)
-
-
 def case_bad_inputs(lab: SlurmLab) -> None:
     first, second, third = lab.hosts[:3]
 
@@ -232,38 +164,46 @@ def case_bad_inputs(lab: SlurmLab) -> None:
 
 def case_train(lab: SlurmLab) -> None:
     # Detached, like tests/train/run.py's traffic case: the counters' window then holds the job's traffic and
-    # not the play's own SSH (whose module uploads grow with a slow machine's longer watch). The watched
-    # Slurm launch is case_kill_task's.
+    # not the play's own SSH (whose module uploads grow with a slow machine's longer watch). The same job is
+    # then stopped by train_stop.yml. The watched Slurm launch is case_kill_task's.
     job = "t-slurm"
     subprocess.run(["rm", "-rf", str(lab.shared(f"/shared/train/{job}"))], check=False)
     rc, _out, took = lab.play(
-        "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "launcher=slurm", "-e", "steps=30",
+        "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "launcher=slurm", "-e", "steps=2000",
         "-e", "detach=true",
     )  # fmt: skip
     before = lab.counters()
     deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, job)):
+    while time.monotonic() < deadline and not any(
+        r.get("event") == "train" and r.get("step", 0) >= 30 for r in metrics(lab, job)
+    ):
         time.sleep(1)
     after = lab.counters()
     records = metrics(lab, job)
-    end = [r for r in records if r.get("event") == "end"]
+    step = max((r.get("step", 0) for r in records if r.get("event") == "train"), default=0)
     start = [r for r in records if r.get("event") == "start"]
     check(
-        "train.yml -e launcher=slurm trains across every node",
-        rc == 0
-        and bool(end)
-        and end[-1]["step"] == 30
-        and bool(start)
-        and start[-1].get("world_size") == len(lab.hosts),
-        f"launch {took:.1f} s, world size {start[-1].get('world_size') if start else '?'}, "
-        f"end step {end[-1]['step'] if end else '?'}",
+        "train.yml -e launcher=slurm -e detach=true trains across every node",
+        rc == 0 and step >= 30 and bool(start) and start[-1].get("world_size") == len(lab.hosts),
+        f"launch {took:.1f} s, world size {start[-1].get('world_size') if start else '?'}, step {step}",
     )
     mesh = sum(after[h][i] - before[h].get(i, 0) for h in lab.hosts for i in after[h] if i.startswith("data"))
     mgmt = sum(after[h][i] - before[h].get(i, 0) for h in lab.hosts for i in after[h] if i.startswith("mgmt"))
     check(
         "its traffic is on the mesh links",
         mesh > 20 * mgmt and mesh > 1e6,
-        f"mesh ports {mesh / 1e6:.1f} MB, management {mgmt / 1e6:.2f} MB (Slurm's own messages included)",
+        f"to step {step}: mesh ports {mesh / 1e6:.1f} MB, management {mgmt / 1e6:.2f} MB (Slurm's own "
+        "messages included)",
+    )
+    running = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job} --format=%T").stdout.strip()
+    src, _out, took = lab.play("playbooks/train_stop.yml", "-e", f"job={job}")
+    left = {h: lab.ssh(h, f"pgrep -f '{TRAINER}' || true").stdout.split() for h in lab.hosts}
+    queued = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job}").stdout.strip()
+    check(
+        "the detached Slurm job is cancelled by train_stop.yml, nothing left on any node",
+        running == "RUNNING" and src == 0 and not queued and not any(left.values()),
+        f"stop took {took:.1f} s; state before {running or '?'}; trainers left {left}; "
+        f"squeue {queued or 'empty'}",
     )
     script = lab.shared(f"/shared/train/{job}/{job}.sbatch")
     res = lab.ssh(lab.hosts[0], f"cd /shared/train/{job} && sbatch --parsable --wait {job}.sbatch 40 2 1e-3")
@@ -320,28 +260,6 @@ def case_kill_task(lab: SlurmLab) -> None:
     )
 
 
-def case_stop(lab: SlurmLab) -> None:
-    job = "t-slurm-stop"
-    subprocess.run(["rm", "-rf", str(lab.shared(f"/shared/train/{job}"))], check=False)
-    rc, _out, _took = lab.play(
-        "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "launcher=slurm", "-e", "steps=2000",
-        "-e", "detach=true",
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not any(r.get("event") == "train" for r in metrics(lab, job)):
-        time.sleep(1)
-    running = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job} --format=%T").stdout.strip()
-    src, _out, took = lab.play("playbooks/train_stop.yml", "-e", f"job={job}")
-    left = {h: lab.ssh(h, f"pgrep -f '{TRAINER}' || true").stdout.split() for h in lab.hosts}
-    queued = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job}").stdout.strip()
-    check(
-        "a detached Slurm job is cancelled by train_stop.yml, nothing left on any node",
-        rc == 0 and running == "RUNNING" and src == 0 and not queued and not any(left.values()),
-        f"stop took {took:.1f} s; state before {running or '?'}; trainers left {left}; "
-        f"squeue {queued or 'empty'}",
-    )
-
-
 HEALTH_INTERVAL_S = 10
 HEALTH_WAIT_S = 60
 
@@ -366,34 +284,80 @@ def wait_node(lab: SlurmLab, node: str, ok: Callable[[str, str], bool]) -> tuple
         time.sleep(1)
 
 
-def case_health_drain(lab: SlurmLab) -> None:
-    """slurmd runs the health checks (HealthCheckProgram, here every 10 s): a node whose GPU starts reporting
-    uncorrectable ECC errors (the recorded H200 XML with the fault written in, the file the node's check
-    reads in place of nvidia-smi) is drained with the check as the reason, resumed when it passes again."""
-    node = lab.hosts[2]
+def munge_checks(lab: SlurmLab, key_b64: str, out: str) -> None:
+    pieces = [key_b64[i : i + 24] for i in range(0, len(key_b64) - 24, 24)]
+    leaked = [p for p in pieces if p in out]
+    check(
+        "the munge key never appears in the -vvv output",
+        len(key_b64) > 100 and not leaked,
+        f"{len(out)} characters of output searched for {len(pieces)} pieces of the key: {len(leaked)} found",
+    )
+    stats = {
+        h: lab.ssh(
+            h, "stat -c '%a %U %G' /etc/munge/munge.key; sha256sum < /etc/munge/munge.key"
+        ).stdout.split("\n")
+        for h in lab.hosts
+    }
+    modes = {h: s[0] for h, s in stats.items()}
+    digests = {s[1] for s in stats.values()}
+    check(
+        "one key on every node, mode 0400, owned by munge",
+        set(modes.values()) == {"400 munge munge"} and len(digests) == 1,
+        f"{modes}",
+    )
+    cred = lab.ssh(lab.hosts[0], "munge -n").stdout
+    decoded = [
+        lab.ssh(h, f"echo {cred.strip()} | unmunge >/dev/null && echo ok").stdout.strip() for h in lab.hosts
+    ]
+    check("a credential of the controller decodes on every node", decoded == ["ok"] * len(lab.hosts))
+
+
+def case_reconfigure(lab: SlurmLab) -> None:
+    """One edited inventory, two changes that need only `scontrol reconfigure`: node2's declared memory
+    lowered, and node3's health check made to read a GPU report (the recorded H200 XML, the file the node's
+    check reads in place of nvidia-smi) every 10 s. slurmd then drains node3 when uncorrectable ECC errors are
+    written into the report, with the check as the reason, and resumes it when they are gone. The inventory
+    as it was, run with -vvv, puts everything back with another reconfigure, and the munge key is never in
+    that output. (The no-change run is molecule's idempotence step, which runs this role in site.yml.)"""
+    mem_node, node = lab.hosts[1], lab.hosts[2]
+    key_b64 = lab.ssh(lab.hosts[0], "base64 -w0 /etc/munge/munge.key").stdout.strip()
+    found = int(lab.ssh(mem_node, "slurmd -C | sed -n 's/.*RealMemory=\\([0-9]*\\).*/\\1/p'").stdout.strip())
+    declared = found - 1024
     folder = lab.shared("/shared/health-test")
     folder.mkdir(parents=True, exist_ok=True)
     smi = folder / f"{node}-nvidia-smi.xml"
     smi.write_text(SMI_XML.read_text())
-    inv = lab.edited(
-        lambda doc: _cluster(doc)[node].update(
-            slurm_health_sources={"nvidia_smi": f"/shared/health-test/{smi.name}"}
-        )
-    )
+
+    def change(doc: dict[str, Any]) -> None:
+        _cluster(doc)[mem_node].update(slurm_real_memory=declared)
+        _cluster(doc)[node].update(slurm_health_sources={"nvidia_smi": f"/shared/health-test/{smi.name}"})
+
+    inv = lab.edited(change)
     try:
+        before = lab.pids()
         rc, out, took = lab.play_on(
             inv, "playbooks/slurm.yml", "-e", f"slurm_health_check_interval={HEALTH_INTERVAL_S}"
         )
+        after = lab.pids()
+        shown = lab.ssh(lab.hosts[0], f"scontrol show node {mem_node}").stdout
         conf = lab.ssh(node, "grep ^HealthCheck /etc/slurm/slurm.conf; cat /etc/rdmaops/health.json").stdout
         check(
-            f"slurm.yml sets the HealthCheckProgram (every {HEALTH_INTERVAL_S} s) with a reconfigure only",
+            f"{mem_node}'s declared memory lowered: scontrol reconfigure, nothing restarted",
             rc == 0
-            and "HealthCheckProgram=/usr/local/sbin/rdmaops-health" in conf
-            and f"HealthCheckInterval={HEALTH_INTERVAL_S}" in conf
-            and '"slurm": true' in conf
+            and handler_result(out, "Reconfigure Slurm") == "changed"
+            and handler_result(out, "Restart slurmctld") == "skipping"
             and handler_result(out, "Restart slurmd") == "skipping"
-            and handler_result(out, "Reconfigure Slurm") == "changed",
-            f"{took:.1f} s" + ("" if rc == 0 else "\n" + out[-2000:]),
+            and before == after
+            and f"RealMemory={declared} " in shown,
+            f"RealMemory {found} -> {declared} MiB in {took:.1f} s; daemon PIDs before {before}, "
+            f"after {after}" + ("" if rc == 0 else "\n" + out[-2000:]),
+        )
+        check(
+            f"the same run sets the HealthCheckProgram (every {HEALTH_INTERVAL_S} s) with that reconfigure",
+            "HealthCheckProgram=/usr/local/sbin/rdmaops-health" in conf
+            and f"HealthCheckInterval={HEALTH_INTERVAL_S}" in conf
+            and '"slurm": true' in conf,
+            " ".join(conf.split())[:200],
         )
         smi.write_text(smi_with_ecc_errors())
         drained, state, reason = wait_node(lab, node, lambda st, why: "drain" in st and bool(why))
@@ -414,29 +378,33 @@ def case_health_drain(lab: SlurmLab) -> None:
             f"after {resumed if resumed is None else round(resumed, 1)} s: state {state}, reason {reason!r}",
         )
     finally:
-        rc, out, took = lab.play("playbooks/slurm.yml")
+        rc, out, took = lab.play("playbooks/slurm.yml", "-vvv")
         state, reason = node_reason(lab, node)
         if reason.startswith("rdmaops-health:"):  # leave the lab as converged whatever happened above
             lab.ssh(lab.hosts[0], f"scontrol update NodeName={node} State=RESUME")
         conf = lab.ssh(node, "grep ^HealthCheckInterval /etc/slurm/slurm.conf").stdout.strip()
+        shown = lab.ssh(lab.hosts[0], f"scontrol show node {mem_node}").stdout
         check(
-            "slurm.yml with the inventory as it was: interval 300, no test source, every node idle",
-            rc == 0 and conf == "HealthCheckInterval=300" and state == "idle",
+            "slurm.yml -vvv with the inventory as it was: reconfigured back, interval 300, every node idle",
+            rc == 0
+            and handler_result(out, "Reconfigure Slurm") == "changed"
+            and f"RealMemory={found} " in shown
+            and "State=IDLE" in shown
+            and conf == "HealthCheckInterval=300"
+            and state == "idle",
             f"{took:.1f} s; {conf}; {node} {state}",
         )
         shutil.rmtree(inv, ignore_errors=True)
         smi.unlink(missing_ok=True)
+    munge_checks(lab, key_b64, out)
 
 
 CASES: dict[str, Callable[[SlurmLab], None]] = {
     "srun": case_srun,
-    "munge_secret": case_munge_secret,
-    "memory_reconfigure": case_memory_reconfigure,
     "bad_inputs": case_bad_inputs,
     "train": case_train,
     "kill_task": case_kill_task,
-    "stop": case_stop,
-    "health_drain": case_health_drain,
+    "reconfigure": case_reconfigure,
 }
 
 
