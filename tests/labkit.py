@@ -5,6 +5,7 @@ Each script puts tests/ on sys.path and imports this; nothing here knows a lab's
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -23,6 +24,9 @@ def env() -> dict[str, str]:
     # ANSIBLE_FORCE_COLOR (molecule sets it for the plays it runs, and we inherit it) wins over NOCOLOR:
     # a coloured "fatal: [node1]" line no longer starts with "fatal:" (seen in CI)
     out.update(
+        # the plays run in ROOT; PWD must say so (verify.yml writes its report under $PWD/reports, and a
+        # caller's PWD, e.g. molecule's, is inherited unchanged by a child started with another cwd)
+        PWD=str(ROOT),
         ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
         ANSIBLE_NOCOLOR="1",
         ANSIBLE_FORCE_COLOR="0",
@@ -41,6 +45,23 @@ def check(name: str, ok: bool, detail: str = "") -> bool:
     RESULTS.append((name, ok, detail))
     print(f"{'PASS' if ok else 'FAIL'} {name}{': ' + detail if detail else ''}", flush=True)
     return ok
+
+
+def add_tier(parser: argparse.ArgumentParser) -> None:
+    """--tier: ci runs a script's CI cases (what make test runs), full every case (the default by hand)."""
+    parser.add_argument(
+        "--tier",
+        choices=("ci", "full"),
+        default="full",
+        help="ci: the cases make test runs (the script's CI list); full: every case (docs/lab.md)",
+    )
+
+
+def chosen(ci: Iterable[str], only: Iterable[str] | None, tier: str) -> list[str] | None:
+    """The cases to run: --only's, else the CI list for --tier ci, else None (every case)."""
+    if only:
+        return list(only)
+    return list(ci) if tier == "ci" else None
 
 
 def run_cases(cases: Mapping[str, Callable[[L], None]], lab: L, only: Iterable[str] | None) -> int:
