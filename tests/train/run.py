@@ -36,10 +36,8 @@ LAUNCHER = r"^[^ ]*python[^ ]* -m torch[.]distributed[.]run "
 
 
 class Lab:
-    def __init__(self, inventory: Path, before: list[Path] | None = None) -> None:
+    def __init__(self, inventory: Path) -> None:
         self.inventory = inventory
-        # inventory sources read before INVENTORY by every play (molecule's own, for the same digest)
-        self.before = before or []
         data = yaml.safe_load((inventory / "hosts.yml").read_text())
         group = next(iter(data["all"]["children"].values()))
         self.hosts = list(group["hosts"])
@@ -65,11 +63,8 @@ class Lab:
         ]
         return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=60)
 
-    def sources(self) -> list[str]:
-        return [arg for src in (*self.before, self.inventory) for arg in ("-i", str(src))]
-
     def play(self, playbook: str, *extra: str, timeout: float = 600) -> tuple[int, str, float]:
-        argv = [tool("ansible-playbook"), *self.sources(), playbook, *extra]
+        argv = [tool("ansible-playbook"), "-i", str(self.inventory), playbook, *extra]
         start = time.monotonic()
         proc = subprocess.run(
             argv, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, check=False
@@ -77,7 +72,7 @@ class Lab:
         return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start
 
     def play_async(self, playbook: str, *extra: str) -> subprocess.Popen[str]:
-        argv = [tool("ansible-playbook"), *self.sources(), playbook, *extra]
+        argv = [tool("ansible-playbook"), "-i", str(self.inventory), playbook, *extra]
         return subprocess.Popen(
             argv, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
