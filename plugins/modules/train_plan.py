@@ -75,6 +75,13 @@ options:
     description: The severity overrides the nodes ran with (they also apply to the cross-node checks).
     type: dict
     default: {}
+  hsdp_rdma_below_gbps:
+    description:
+      - Where every node's NCCL runs over RDMA, the rate in Gb/s below which the slowest active port NCCL may
+        use (C(NCCL_IB_HCA)) counts as a slow link, as TCP does; the launch then sets C(RDMAOPS_HSDP=1).
+      - V(0) never.
+    type: float
+    default: 0.0
 extends_documentation_fragment:
   - rdmaops.cluster.phase
 """

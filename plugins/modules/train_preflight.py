@@ -107,6 +107,13 @@ interfaces:
   description: Per interface named in the environment, C({exists, up, ipv4}).
   returned: always
   type: dict
+rdma_ports:
+  description:
+    - Every port of every RDMA device in C(/sys/class/infiniband), C({device, port, active, rate_gbps}) (empty
+      without RDMA). The plan compares the slowest port NCCL may use with C(train_hsdp_rdma_below_gbps).
+  returned: always
+  type: list
+  elements: dict
 address:
   description: First IPv4 address of the first interface named there (what the other ranks dial), or empty.
   returned: always
@@ -152,6 +159,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.env_file import parse as parse_env_file
+from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.sysfs import read_ports
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.agent import parse_show
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import LaunchError, unit_name
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import (
@@ -217,6 +225,9 @@ def main() -> None:
     rc, out, err = module.run_command(["ip", "-j", "addr", "show"])
     links = json.loads(out) if rc == 0 and out.strip() else []
     result["interfaces"] = interface_state(links, names)
+    result["rdma_ports"] = [
+        {key: port[key] for key in ("device", "port", "active", "rate_gbps")} for port in read_ports()
+    ]
     result["hostname"] = socket.gethostname().split(".")[0]
     result["address"] = next((st["ipv4"][0] for st in result["interfaces"].values() if st.get("ipv4")), "")
 

@@ -71,6 +71,8 @@ PLAN_SPEC: dict[str, Any] = {
     "health": {"type": "dict", "default": {}},
     "health_mode": {"type": "str", "default": "off", "choices": list(health_gate.MODES)},
     "health_severity": {"type": "dict", "default": {}},
+    # RDMA ports slower than this (Gb/s; 0: never) join the nodes by a slow link: HSDP, as on TCP
+    "hsdp_rdma_below_gbps": {"type": "float", "default": 0.0},
 }
 
 
@@ -164,21 +166,56 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def slow_fabric(reports: Mapping[str, Any], hosts: list[str]) -> str:
-    """Why the nodes are joined by a link much slower than their GPUs' own ('' when they are not): NCCL over
-    TCP on every node (nccl_env's transport tcp: NCCL_IB_DISABLE=1; or the Mesh plugin's TCP backend)."""
-    why = set()
+def hca_selected(port: Mapping[str, Any], hca: str) -> bool:
+    """Whether NCCL_IB_HCA (NCCL's syntax: a list of device[:port]; '=' exact names, '^' excludes, a name
+    without '=' is a prefix) lets NCCL use PORT ({device, port}); an empty value allows every port."""
+    spec = hca.strip()
+    if not spec:
+        return True
+    exclude = spec.startswith("^")
+    spec = spec.lstrip("^")
+    exact = spec.startswith("=")
+    dev, num = str(port.get("device", "")), str(port.get("port", ""))
+
+    def matches(entry: str) -> bool:
+        name, _, want = entry.strip().partition(":")
+        return (dev == name if exact else dev.startswith(name)) and want in ("", num)
+
+    hit = any(matches(e) for e in spec.lstrip("=").split(",") if e.strip())
+    return hit != exclude
+
+
+def _tcp(env: Mapping[str, Any]) -> str:
+    """Which TCP path a node's NCCL environment takes ('' for RDMA)."""
+    if env.get("NCCL_NET_PLUGIN") == "mesh":
+        return "the Mesh plugin's TCP backend" if env.get("NCCL_MESH_TRANSPORT") == "tcp" else ""
+    return "NCCL's socket transport, NCCL_IB_DISABLE=1" if env.get("NCCL_IB_DISABLE") == "1" else ""
+
+
+def slow_fabric(reports: Mapping[str, Any], hosts: list[str], rdma_below_gbps: float = 0) -> str:
+    """How the nodes are joined when the link is much slower than their GPUs' own ('' when it is not): NCCL
+    over TCP on every node (nccl_env's transport tcp: NCCL_IB_DISABLE=1; or the Mesh plugin's TCP backend),
+    or RDMA on every node with the slowest active port NCCL may use (NCCL_IB_HCA) below RDMA_BELOW_GBPS."""
+    tcp = [_tcp((reports.get(h) or {}).get("env") or {}) for h in hosts]
+    if tcp and all(tcp):
+        return f"the nodes are joined by TCP ({' and '.join(sorted(set(tcp)))})"
+    if any(tcp) or rdma_below_gbps <= 0:
+        return ""  # a mix of TCP and RDMA nodes (not one fabric), or no RDMA threshold
+    slowest: tuple[float, str] | None = None
     for host in hosts:
-        env = (reports.get(host) or {}).get("env") or {}
-        if env.get("NCCL_NET_PLUGIN") == "mesh":
-            if env.get("NCCL_MESH_TRANSPORT") != "tcp":
-                return ""
-            why.add("the Mesh plugin's TCP backend")
-        elif env.get("NCCL_IB_DISABLE") == "1":
-            why.add("NCCL's socket transport, NCCL_IB_DISABLE=1")
-        else:
-            return ""
-    return " and ".join(sorted(why))
+        rep = reports.get(host) or {}
+        hca = str((rep.get("env") or {}).get("NCCL_IB_HCA", ""))
+        for port in rep.get("rdma_ports") or []:
+            rate = port.get("rate_gbps")
+            used = port.get("active") and isinstance(rate, (int, float)) and hca_selected(port, hca)
+            if used and (slowest is None or rate < slowest[0]):
+                slowest = (float(rate), f"{host} {port.get('device')}/{port.get('port')}")
+    if slowest is None or slowest[0] >= rdma_below_gbps:
+        return ""
+    return (
+        f"the nodes are joined by RDMA at {slowest[0]:g} Gb/s ({slowest[1]}), below "
+        f"train_hsdp_rdma_below_gbps={rdma_below_gbps:g}"
+    )
 
 
 def hsdp_note(recipe: Mapping[str, Any], nodes: int, slow: str) -> str:
@@ -191,13 +228,12 @@ def hsdp_note(recipe: Mapping[str, Any], nodes: int, slow: str) -> str:
         return f"hsdp: strategy.fsdp2.hsdp is {str(choice).lower()} (-e hsdp=auto follows the fabric)"
     if slow:
         return (
-            f"hsdp: the nodes are joined by TCP ({slow}): {HSDP_ENV}=1, so FSDP2 shards inside each node and "
-            "replicates across nodes (only the gradient all-reduce crosses them); -e hsdp=off keeps plain "
-            "FSDP2"
+            f"hsdp: {slow}: {HSDP_ENV}=1, so FSDP2 shards inside each node and replicates across nodes (only "
+            "the gradient all-reduce crosses them); -e hsdp=off keeps plain FSDP2"
         )
     return (
         f"hsdp: the nodes are joined by RDMA: {HSDP_ENV}=0, plain FSDP2 over every rank (-e hsdp=on forces "
-        "HSDP)"
+        "HSDP; train_hsdp_rdma_below_gbps sets the rate below which RDMA counts as slow)"
     )
 
 
@@ -243,7 +279,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
     job, workdir = c["job"], c["workdir"]
     launch = c["launch"]
     procs = int(launch["procs_per_node"])
-    slow = slow_fabric(reports, hosts)
+    slow = slow_fabric(reports, hosts, p["hsdp_rdma_below_gbps"])
     common = tl.launch_environment({HSDP_ENV: "1" if slow else "0"}, job, p["extra_env"])
     common.update(
         MASTER_ADDR=master_addr,

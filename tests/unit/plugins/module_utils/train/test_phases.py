@@ -94,6 +94,7 @@ def plan_args(check_plan: dict[str, Any], **kw: Any) -> dict[str, Any]:
         "health": {},
         "health_mode": "off",
         "health_severity": {},
+        "hsdp_rdma_below_gbps": 0.0,
     }
     args.update(kw)
     return args
@@ -189,6 +190,71 @@ def test_the_launch_says_hsdp_from_the_fabric(env: dict[str, str], flag: str, no
         "RDMAOPS_HSDP=0"
         in phases.plan(plan_args(c, reports=mixed))["plan"]["nodes"]["node1"]["files"]["job.env"]
     )
+
+
+def port(device: str, rate: float, active: bool = True, num: int = 1) -> dict[str, Any]:
+    return {"device": device, "port": num, "active": active, "rate_gbps": rate}
+
+
+FAST = [port("mlx5_0", 400), port("mlx5_1", 400)]
+ONE_SLOW = [port("mlx5_0", 400), port("mlx5_1", 25)]
+RDMA_NOTE = "hsdp: the nodes are joined by RDMA: RDMAOPS_HSDP=0"
+
+
+@pytest.mark.parametrize(
+    ("node2_ports", "hca", "below", "flag", "note"),
+    [
+        # one node's port trained at 25 Gb/s: slow RDMA, HSDP, named with node and port
+        (
+            ONE_SLOW,
+            "",
+            100,
+            "1",
+            "hsdp: the nodes are joined by RDMA at 25 Gb/s (node2 mlx5_1/1), below "
+            "train_hsdp_rdma_below_gbps=100: RDMAOPS_HSDP=1",
+        ),
+        # the slow port is one NCCL does not use (NCCL_IB_HCA): not slow
+        (ONE_SLOW, "=mlx5_0:1", 100, "0", RDMA_NOTE),
+        # ... or excluded with ^
+        (ONE_SLOW, "^mlx5_1", 100, "0", RDMA_NOTE),
+        # a slow port that is down is not in NCCL's path
+        ([port("mlx5_0", 400), port("mlx5_1", 25, active=False)], "", 100, "0", RDMA_NOTE),
+        # every port at 200 Gb/s: at or above the threshold
+        ([port("mlx5_0", 200)], "", 200, "0", RDMA_NOTE),
+        # threshold 0: never
+        ([port("mlx5_1", 10)], "", 0, "0", RDMA_NOTE),
+        # no RDMA device read (rates unknown): plain FSDP2
+        ([], "", 100, "0", RDMA_NOTE),
+    ],
+)
+def test_rdma_below_the_threshold_is_a_slow_link(
+    node2_ports: list[dict[str, Any]], hca: str, below: float, flag: str, note: str
+) -> None:
+    env = {**RDMA, "NCCL_IB_HCA": hca}
+    reports = {h: report(h, env=env, rdma_ports=FAST) for h in HOSTS}
+    reports["node2"] = report("node2", env=env, rdma_ports=node2_ports)
+    p = phases.plan(plan_args(checked(), reports=reports, hsdp_rdma_below_gbps=below))["plan"]
+    for node in p["nodes"].values():
+        assert f"RDMAOPS_HSDP={flag}" in node["files"]["job.env"].splitlines()
+    assert any(n.startswith(note) for n in p["notes"]), p["notes"]
+
+
+@pytest.mark.parametrize(
+    ("hca", "device", "num", "used"),
+    [
+        ("", "mlx5_3", 1, True),
+        ("mlx5", "mlx5_3", 1, True),  # a prefix
+        ("mlx5_0", "mlx5_0", 2, True),  # any port
+        ("mlx5_0:1", "mlx5_0", 2, False),
+        ("=mlx5_0", "mlx5_01", 1, False),  # exact names
+        ("=mlx5_0,mlx5_1:1", "mlx5_1", 1, True),
+        ("^mlx5_1", "mlx5_1", 1, False),
+        ("^mlx5_1", "mlx5_0", 1, True),
+        ("^=mlx5_1:2", "mlx5_1", 1, True),
+    ],
+)
+def test_nccl_ib_hca_selects_ports_as_nccl_does(hca: str, device: str, num: int, used: bool) -> None:
+    assert phases.hca_selected({"device": device, "port": num}, hca) is used
 
 
 def test_a_forced_hsdp_or_another_strategy_is_said_so() -> None:
