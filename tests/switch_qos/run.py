@@ -27,7 +27,7 @@ import yaml
 from ncclient import manager
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, check, env, run_cases, tool
+from labkit import ROOT, add_tier, check, chosen, env, run_cases, tool
 
 PLAYBOOK = "playbooks/switch_qos.yml"
 MONITORING = "urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring"
@@ -437,15 +437,19 @@ CASES: dict[str, Callable[[Switch], None]] = {
     "defaults": case_defaults,
     "nic_qos_veth": case_nic_qos_veth,
 }
+# What make test runs (--tier ci). The input refusals, a locked datastore and another session's candidate are
+# also cases of the scripted NETCONF peer's unit tests (tests/unit/plugins/module_utils/qos/); --tier full.
+CI = ["apply", "check_mode", "nx_os", "verify_fails", "killed", "defaults", "nic_qos_veth"]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--inventory", type=Path, required=True)
     parser.add_argument("--only", nargs="*", choices=list(CASES))
+    add_tier(parser)
     args = parser.parse_args()
     sw = Switch(args.inventory.resolve())
-    status = run_cases(CASES, sw, args.only)
+    status = run_cases(CASES, sw, chosen(CI, args.only, args.tier))
     # Leave the switch configured as site.yml left it (molecule's later steps expect a converged lab).
     sw.factory()
     rc, out = sw.play()[:2]

@@ -262,7 +262,7 @@ def case_fault_unit_main(lab: Lab) -> None:
     )
 
 
-def case_faults(lab: Lab) -> None:
+def case_fault_trainer(lab: Lab) -> None:
     fault(
         lab,
         "kill -9 of a worker's trainer: named, every rank gone within 15 s",
@@ -274,6 +274,9 @@ def case_faults(lab: Lab) -> None:
         15,
         [],
     )
+
+
+def case_faults(lab: Lab) -> None:
     fault(
         lab,
         "kill -9 of the master's launcher (torchrun): named, every rank gone within 15 s",
@@ -580,8 +583,7 @@ def reference(lab: Lab) -> dict[int, float]:
 
 def case_recipe_once(lab: Lab) -> None:
     """The recipe is resolved once, on the controller: a node whose own copy of the recipe differs still runs
-    the controller's (same losses as the reference); the digest is in the unit and the job record; and the
-    launch files that -e render_dir=DIR writes, started by hand on the nodes, train exactly like train.yml."""
+    the controller's (same losses as the reference); the digest is in the unit and the job record."""
     ref = reference(lab)
     # 1. node1's and node3's installed tiny.yaml edited (another seed and learning rate)
     paths = {h: lab.ssh(h, NODE_RECIPE).stdout.strip() for h in (lab.hosts[0], lab.hosts[2])}
@@ -594,7 +596,7 @@ def case_recipe_once(lab: Lab) -> None:
     job = "t-owncopy"
     reset(lab, job)
     try:
-        rc, out, secs = lab.play("train.yml", "-e", f"job={job}", *ref_args("fsdp2"), *SHORT)
+        rc, _out, secs = lab.play("train.yml", "-e", f"job={job}", *ref_args("fsdp2"), *SHORT)
         edited = all("seed: 99" in lab.ssh(h, f"cat {p}").stdout for h, p in paths.items())
     finally:
         for h, path in paths.items():
@@ -617,7 +619,13 @@ def case_recipe_once(lab: Lab) -> None:
         and f"RDMAOPS_RECIPE_SHA256={digest}" in unit_env,
         f"sha256 {digest[:16]}",
     )
-    # 2. rendered, then started by hand (two terminals, as it were): master first, then the others
+    reset(lab, "t-owncopy")
+
+
+def case_render(lab: Lab) -> None:
+    """The launch files that -e render_dir=DIR writes, started by hand on the nodes (two terminals, as it
+    were: master first, then the others), train exactly like train.yml (the reference run's losses)."""
+    ref = reference(lab)
     job = "t-render"
     reset(lab, job)
     out_dir = ROOT / "inventories" / ".train-render"
@@ -663,7 +671,7 @@ def case_recipe_once(lab: Lab) -> None:
         f"steps {sorted(trained)}; max |loss difference| "
         f"{max((abs(trained[s] - ref[s]) for s in ref if s in trained), default=float('inf')):.2e}",
     )
-    reset(lab, "t-owncopy", job)
+    reset(lab, job)
 
 
 # The recorded nvidia-smi -q -x of a healthy 4x H200 node (tests/unit/fixtures/health): the lab's nodes have
@@ -781,15 +789,18 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "traffic": case_traffic,
     "glm_tiny": case_glm_tiny,
     "faults": case_faults,
+    "fault_trainer": case_fault_trainer,
     "fault_unit_main": case_fault_unit_main,
     "finished_launcher": case_finished_launcher,
     "recipe_once": case_recipe_once,
+    "render": case_render,
     "health": case_health,
 }
 # What make test runs (--tier ci): one case per mechanism on real nodes. The others re-check a mechanism that
 # CI runs with another input: the recipe refusals are made on the controller (unit-tested); fsdp2's resume is
-# zero3's flow with DCP checkpoints (exact in tests/unit/trainer); the unit's main process is watched as the
-# launcher is; sync_data is an opt-in copy. --tier full runs them too (docs/lab.md, "Lab cases").
+# zero3's flow with DCP checkpoints (exact in tests/unit/trainer); a killed trainer, or the unit's main
+# process, is watched as the launchers are (and the Slurm case kills a trainer); the recipe resolved once is
+# what the rendered launch runs; sync_data is an opt-in copy. --tier full runs them too (docs/lab.md).
 CI = [
     "bad_inputs",
     "resume_zero3",
@@ -797,7 +808,7 @@ CI = [
     "glm_tiny",
     "faults",
     "finished_launcher",
-    "recipe_once",
+    "render",
     "health",
 ]
 

@@ -178,7 +178,7 @@ def hca_selected(port: Mapping[str, Any], hca: str) -> bool:
     dev, num = str(port.get("device", "")), str(port.get("port", ""))
 
     def matches(entry: str) -> bool:
-        name, _, want = entry.strip().partition(":")
+        name, want = entry.strip().partition(":")[::2]
         return (dev == name if exact else dev.startswith(name)) and want in ("", num)
 
     hit = any(matches(e) for e in spec.lstrip("=").split(",") if e.strip())
