@@ -24,6 +24,9 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from labkit import add_tier
+
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_CMD = (
     'for f in /etc/netplan/* /run/systemd/network/*; do [ -f "$f" ] && '
@@ -199,13 +202,7 @@ def main() -> int:
     parser.add_argument("--site", type=Path, default=ROOT / "site.yml")
     parser.add_argument("--jobs", type=int, default=3, help="cases run at once")
     parser.add_argument("--cases", type=Path, default=Path(__file__).with_name("cases.yml"))
-    parser.add_argument(
-        "--tier",
-        choices=("ci", "full"),
-        default="full",
-        help="ci: the cases make test runs (those not marked tier: full, malformed values the checks' unit "
-        "tests cover); full: every case",
-    )
+    add_tier(parser)  # ci: the cases not marked `tier: full` in cases.yml
     args = parser.parse_args()
     inventory = args.inventory.resolve()
     hosts = list_hosts(inventory)
