@@ -74,6 +74,7 @@ QWEN = {
     "train.log_every": 3,
     "train.checkpoint_every": 0,
 }
+BF16 = {"strategy.fsdp2.reduce_dtype": "bfloat16"}
 GPT2 = {
     "cluster.device": "cuda",
     "data.kind": "synthetic",
@@ -113,6 +114,44 @@ ROWS: dict[str, dict[str, Any]] = {
     },
     "qwen 2x2 mesh": {"recipe": "qwen1_5b", "nodes": 2, "net": "mesh", "over": QWEN},
     "qwen 2x2 socket fsdp2": {"recipe": "qwen1_5b", "nodes": 2, "net": "socket", "hsdp": "off", "over": QWEN},
+    # levers for the 0.95x target: gradients reduced in bf16 (half the bytes across nodes; since then what
+    # strategy.fsdp2.reduce_dtype auto does under HSDP), the same reduced after every micro-batch (fp32
+    # accumulation of the shards), more NCCL channels, buffers or sockets; and HSDP with fp32 reduction
+    "qwen 2x2 socket fp32reduce": {
+        "recipe": "qwen1_5b",
+        "nodes": 2,
+        "net": "socket",
+        "over": {**QWEN, "strategy.fsdp2.reduce_dtype": "float32"},
+    },
+    "qwen 1x4 bf16reduce": {"recipe": "qwen1_5b", "nodes": 1, "net": "socket", "over": {**QWEN, **BF16}},
+    "qwen 2x2 socket bf16reduce": {
+        "recipe": "qwen1_5b",
+        "nodes": 2,
+        "net": "socket",
+        "over": {**QWEN, **BF16},
+    },
+    "qwen 2x2 socket bf16reduce rsevery": {
+        "recipe": "qwen1_5b",
+        "nodes": 2,
+        "net": "socket",
+        "over": {**QWEN, **BF16, "strategy.fsdp2.reduce_every_micro_batch": True},
+    },
+    "qwen 2x2 socket bf16reduce ch4": {
+        "recipe": "qwen1_5b",
+        "nodes": 2,
+        "net": "socket",
+        "extra": {"NCCL_MIN_NCHANNELS": "4"},
+        "over": {**QWEN, **BF16},
+    },
+    "qwen 2x2 socket bf16reduce buff16m": {
+        "recipe": "qwen1_5b",
+        "nodes": 2,
+        "net": "socket",
+        "extra": {"NCCL_BUFFSIZE": str(16 << 20)},
+        "over": {**QWEN, **BF16},
+    },
+    "qwen 2x2 mesh bf16reduce": {"recipe": "qwen1_5b", "nodes": 2, "net": "mesh", "over": {**QWEN, **BF16}},
+    "qwen 2x2 socket 8x8": {"recipe": "qwen1_5b", "nodes": 2, "net": "socket-8x8", "over": QWEN},
     "qwen 2x2 zero3": {
         "recipe": "qwen1_5b",
         "nodes": 2,
@@ -168,14 +207,16 @@ def gpu_count(xml_path: Path) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- render
-def node_env(net: str, nccl_version: str) -> dict[str, str]:
+def node_env(net: str, nccl_version: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The node's NCCL/gloo environment as nccl_env (and nccl_mesh_plugin) compute it for a TCP fabric."""
     from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import phase
 
     role_defaults = {"socket_nthreads": 4, "nsocks_perthread": 4}  # roles/nccl_env/defaults/main.yml
-    threads = (
-        {"socket_nthreads": None, "nsocks_perthread": None} if net == "socket-defaults" else role_defaults
-    )
+    threads = {
+        "socket-defaults": {"socket_nthreads": None, "nsocks_perthread": None},
+        # NCCL's ceiling: threads x sockets per thread <= 64 (a measurement row, not a role default)
+        "socket-8x8": {"socket_nthreads": 8, "nsocks_perthread": 8},
+    }.get(net, role_defaults)
     plugin: dict[str, str] = {}
     if net == "mesh":
         decided = phase.nccl_mesh_plugin_check(
@@ -203,7 +244,7 @@ def node_env(net: str, nccl_version: str) -> dict[str, str]:
             "hca": [],
             "gid_index": None,
             "net": plugin,
-            "extra": {},
+            "extra": extra or {},  # nccl_env_extra: only measurement rows set it
             **threads,
             "files": [{"dest": "/etc/rdmaops/nccl.env", "about": ""}],
             "managed": "rendered by benchmarks/gpu/multinode.py",
@@ -282,7 +323,7 @@ def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> No
         )
         if check["errors"]:
             raise SystemExit(f"{name}: train_check: {check['errors']}")
-        env = node_env(row["net"], "2.28.9")
+        env = node_env(row["net"], "2.28.9", row.get("extra"))
         reports = {h: report(env, total // row["nodes"], f"10.255.0.{i + 1}") for i, h in enumerate(hosts)}
         planned = phases.plan(
             {

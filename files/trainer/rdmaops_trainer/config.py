@@ -87,9 +87,10 @@ class Fsdp2Options:
     # keep parameters gathered across the micro-batches of a step, resharding after the last backward
     # (skips the all-gathers of gradient accumulation; costs one unsharded copy of the model: small models)
     unshard_during_accumulation: bool = False
-    # the dtype of the gradients' reduce-scatter with bf16 compute: float32 (exact sums of the ranks' bf16
-    # gradients), or bfloat16 (half the bytes on the wire and in NCCL's kernels, rounded sums)
-    reduce_dtype: Literal["float32", "bfloat16"] = "float32"
+    # the dtype of the gradients' reduce-scatter (and HSDP's all-reduce) with bf16 compute: float32 (exact
+    # sums of the ranks' bf16 gradients), bfloat16 (half the bytes on the wire and in NCCL's kernels, rounded
+    # sums), or auto: bfloat16 under HSDP, whose all-reduce crosses the slow link, else float32 (dp_mesh.py)
+    reduce_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     # reduce-scatter the gradients after every micro-batch and accumulate the shards, instead of
     # accumulating the unsharded gradients (in reduce_dtype) and reducing once after the last: more traffic,
     # overlapped with the backward, and accumulation adds on 1/world of the values

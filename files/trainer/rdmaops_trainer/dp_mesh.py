@@ -11,6 +11,12 @@ costs memory (a node holds a whole copy of the model state, not 1/nodes of one).
 which knows the fabric: ``RDMAOPS_HSDP=1`` in the environment turns HSDP on, ``0`` or unset leaves plain
 FSDP2 (docs/trainer.md has the contract). One node is always plain FSDP2.
 
+Under HSDP the gradients are reduced in bfloat16 unless the recipe says otherwise
+(``strategy.fsdp2.reduce_dtype`` auto, ``reduce_dtype`` below): the all-reduce across nodes is what the slow
+link carries, and half its bytes is what lets it hide behind the last micro-batch's backward (on 4 GPUs run
+as two nodes over TCP, docs/benchmarks.md: 0.79x of one node with float32, 0.92-0.98x with bfloat16). It is
+the precision DeepSpeed communicates bf16 gradients in by default; float32 in the recipe keeps exact sums.
+
 torchrun numbers ranks node by node (node n holds ranks n * procs_per_node ...), so a node's ranks are one
 row of the mesh. No torch here: the CLI checks the variable before any process group exists.
 """
@@ -93,3 +99,15 @@ def plan(recipe: Recipe, world_size: int, environ: Mapping[str, str]) -> DataPar
                 f"{mesh.shard} ranks, numbered node by node (as torchrun does)"
             )
     return mesh
+
+
+def reduce_dtype(recipe: Recipe, mesh: DataParallelMesh, fp32_compute: bool) -> tuple[str, str]:
+    """The gradients' reduction dtype for FSDP2 on ``mesh`` and what decided it (the start record says)."""
+    chosen = recipe.strategy.fsdp2.reduce_dtype
+    if fp32_compute:  # gradients are fp32 and FSDP2 casts nothing (the CPU runs)
+        return "float32", "fp32 compute"
+    if chosen != "auto":
+        return chosen, f"strategy.fsdp2.reduce_dtype {chosen}"
+    if mesh.hybrid:
+        return "bfloat16", "strategy.fsdp2.reduce_dtype auto, HSDP: the all-reduce crosses nodes"
+    return "float32", "strategy.fsdp2.reduce_dtype auto, no HSDP"

@@ -227,9 +227,15 @@ def hsdp_note(recipe: Mapping[str, Any], nodes: int, slow: str) -> str:
     if isinstance(choice, bool):
         return f"hsdp: strategy.fsdp2.hsdp is {str(choice).lower()} (-e hsdp=auto follows the fabric)"
     if slow:
+        reduce = (strategy.get("fsdp2") or {}).get("reduce_dtype", "auto")
+        grads = (
+            "in bfloat16 (strategy.fsdp2.reduce_dtype auto; float32 keeps exact sums)"
+            if reduce == "auto"
+            else f"in {reduce} (strategy.fsdp2.reduce_dtype)"
+        )
         return (
             f"hsdp: {slow}: {HSDP_ENV}=1, so FSDP2 shards inside each node and replicates across nodes (only "
-            "the gradient all-reduce crosses them); -e hsdp=off keeps plain FSDP2"
+            f"the gradient all-reduce crosses them, {grads}); -e hsdp=off keeps plain FSDP2"
         )
     return (
         f"hsdp: the nodes are joined by RDMA: {HSDP_ENV}=0, plain FSDP2 over every rank (-e hsdp=on forces "

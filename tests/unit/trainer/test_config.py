@@ -75,7 +75,7 @@ def test_overrides_are_typed_yaml_scalars() -> None:
         (["train.precision=fp8"], "train.precision: 'fp8' is not one of auto, bf16, fp32"),
         (
             ["strategy.fsdp2.reduce_dtype=float16"],
-            "strategy.fsdp2.reduce_dtype: 'float16' is not one of float32, bfloat16",
+            "strategy.fsdp2.reduce_dtype: 'float16' is not one of auto, float32, bfloat16",
         ),
         (["train.lr=-1"], "train.lr: -1.0 must be > 0"),
         (["train.min_lr=1"], "train.min_lr: 1.0 is larger than train.lr"),
@@ -233,4 +233,4 @@ def test_fsdp2_mixed_precision_policy_follows_reduce_dtype() -> None:
     assert mp_policy(torch.bfloat16, "float32").reduce_dtype == torch.float32
     bf16 = mp_policy(torch.bfloat16, "bfloat16")
     assert (bf16.param_dtype, bf16.reduce_dtype) == (torch.bfloat16, torch.bfloat16)
-    assert load_recipe("qwen1_5b").strategy.fsdp2.reduce_dtype == "float32"
+    assert load_recipe("qwen1_5b").strategy.fsdp2.reduce_dtype == "auto"

@@ -216,6 +216,7 @@ def test_fsdp2_resumes_as_hsdp_and_back_exactly(runs: Path, fsdp2_ref: Path) -> 
     hsdp, start = launch("1")
     assert (start["start_step"], start["hsdp"], start["mesh"]) == (3, True, [[0, 1], [2, 3]])
     assert start["mesh_from"] == "strategy.fsdp2.hsdp auto, RDMAOPS_HSDP=1"
+    assert (start["reduce_dtype"], start["reduce_from"]) == ("float32", "fp32 compute")
     assert hsdp[4] == fsdp2[4]
     back, start = launch("1", "strategy.fsdp2.hsdp=false")
     assert (start["start_step"], start["hsdp"], start["mesh_from"]) == (6, False, "strategy.fsdp2.hsdp false")

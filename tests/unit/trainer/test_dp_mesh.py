@@ -77,3 +77,37 @@ def test_the_cli_names_a_bad_launcher_value_before_any_process_group(
     sets = ["cluster.nodes=1", "cluster.procs_per_node=1", "train.global_batch_size=2"]
     assert main(["--recipe", "tiny", *(x for s in sets for x in ("--set", s))]) == 2
     assert "error: environment variable RDMAOPS_HSDP='2'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("sets", "env", "fp32", "dtype", "why"),
+    [
+        # HSDP (a slow link between nodes): the all-reduce that crosses it goes in bf16
+        (
+            [],
+            {"RDMAOPS_HSDP": "1"},
+            False,
+            "bfloat16",
+            "strategy.fsdp2.reduce_dtype auto, HSDP: the all-reduce",
+        ),
+        ([], {"RDMAOPS_HSDP": "0"}, False, "float32", "strategy.fsdp2.reduce_dtype auto, no HSDP"),
+        (["strategy.fsdp2.hsdp=true"], {}, False, "bfloat16", "strategy.fsdp2.reduce_dtype auto, HSDP"),
+        # the recipe's own choice wins either way
+        (["strategy.fsdp2.reduce_dtype=float32"], {"RDMAOPS_HSDP": "1"}, False, "float32", "strategy.fsdp2"),
+        (
+            ["strategy.fsdp2.reduce_dtype=bfloat16"],
+            {},
+            False,
+            "bfloat16",
+            "strategy.fsdp2.reduce_dtype bfloat16",
+        ),
+        # fp32 compute (CPU): nothing is cast, whatever the recipe says
+        (["strategy.fsdp2.reduce_dtype=bfloat16"], {"RDMAOPS_HSDP": "1"}, True, "float32", "fp32 compute"),
+    ],
+)
+def test_gradients_are_reduced_in_bf16_under_hsdp_unless_the_recipe_says(
+    sets: list[str], env: dict[str, str], fp32: bool, dtype: str, why: str
+) -> None:
+    r = recipe(2, 2, *sets)
+    got = dp_mesh.reduce_dtype(r, dp_mesh.plan(r, 4, env), fp32)
+    assert got[0] == dtype and got[1].startswith(why), got

@@ -4,8 +4,8 @@ The mesh is one dimension over every rank, or with HSDP (``strategy.fsdp2.hsdp``
 ("replicate", "shard"), a node's ranks along "shard", one rank per node along "replicate". FSDP2 then
 reduce-scatters and all-gathers inside a node and all-reduces the gradient shards across nodes.
 
-On CUDA with bf16: MixedPrecisionPolicy(param bf16, reduce fp32 or strategy.fsdp2.reduce_dtype) over fp32
-sharded master weights.
+On CUDA with bf16: MixedPrecisionPolicy(param bf16, reduce as strategy.fsdp2.reduce_dtype says: fp32, or bf16
+under HSDP by default, ``dp_mesh.reduce_dtype``) over fp32 sharded master weights.
 On CPU (gloo) everything stays fp32, deterministic, so runs can be compared exactly.
 """
 
@@ -32,7 +32,8 @@ from .base import Batch, Strategy
 
 def mp_policy(compute_dtype: torch.dtype, reduce_dtype: str) -> MixedPrecisionPolicy:
     """No casts when computing in fp32; else parameters gathered in the compute dtype, gradients reduced in
-    ``reduce_dtype`` (strategy.fsdp2.reduce_dtype)."""
+    ``reduce_dtype`` (float32 or bfloat16: strategy.fsdp2.reduce_dtype as ``dp_mesh.reduce_dtype`` resolves
+    it)."""
     if compute_dtype == torch.float32:
         return MixedPrecisionPolicy()
     return MixedPrecisionPolicy(param_dtype=compute_dtype, reduce_dtype=getattr(torch, reduce_dtype))
@@ -45,6 +46,8 @@ class FSDP2Strategy(Strategy):
         super().__init__(recipe, runtime)
         # plain FSDP2 or HSDP: the recipe, or the launcher's RDMAOPS_HSDP under strategy.fsdp2.hsdp auto
         self.mesh_plan = dp_mesh.plan(recipe, runtime.world_size, os.environ)
+        fp32 = runtime.compute_dtype == torch.float32
+        self.reduce_dtype, self.reduce_from = dp_mesh.reduce_dtype(recipe, self.mesh_plan, fp32)
         self.mesh_ranks: list[list[int]] = []
 
     def device_mesh(self) -> DeviceMesh:
@@ -55,7 +58,13 @@ class FSDP2Strategy(Strategy):
 
     def start_fields(self) -> dict[str, Any]:
         # the mesh as built: rows shard together (a node under HSDP), columns replicate
-        return {"hsdp": self.mesh_plan.hybrid, "mesh": self.mesh_ranks, "mesh_from": self.mesh_plan.why}
+        return {
+            "hsdp": self.mesh_plan.hybrid,
+            "mesh": self.mesh_ranks,
+            "mesh_from": self.mesh_plan.why,
+            "reduce_dtype": self.reduce_dtype,
+            "reduce_from": self.reduce_from,
+        }
 
     @property
     def _broadcast_init(self) -> bool:
@@ -78,7 +87,7 @@ class FSDP2Strategy(Strategy):
         full_sd = (model.state_dict() if self.rt.rank == 0 else {}) if self._broadcast_init else None
         mesh = self.device_mesh()
         self.mesh_ranks = mesh.mesh.reshape(-1, mesh.mesh.size(-1)).tolist()
-        mp = mp_policy(self.rt.compute_dtype, self.recipe.strategy.fsdp2.reduce_dtype)
+        mp = mp_policy(self.rt.compute_dtype, self.reduce_dtype)
         reshard = self.recipe.strategy.fsdp2.reshard_after_forward
         blocks = model.blocks()  # type: ignore[operator]
         self.blocks = blocks
