@@ -45,8 +45,8 @@ class Lab:
         self.key = group["vars"]["ansible_ssh_private_key_file"]
         self.group_vars = yaml.safe_load((inventory / "group_vars" / "all.yml").read_text())
 
-    def ssh(self, host: str, command: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-        argv = [
+    def _ssh_argv(self, host: str, command: str) -> list[str]:
+        return [
             "ssh",
             "-i",
             self.key,
@@ -61,7 +61,14 @@ class Lab:
             f"root@{self.addr[host]}",
             command,
         ]
+
+    def ssh(self, host: str, command: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        argv = self._ssh_argv(host, command)
         return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=60)
+
+    def ssh_async(self, host: str, command: str) -> subprocess.Popen[str]:
+        argv = self._ssh_argv(host, command)
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
     def play(self, playbook: str, *extra: str, timeout: float = 600) -> tuple[int, str, float]:
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), playbook, *extra]
@@ -187,12 +194,26 @@ def tiny(job: str, *extra: str) -> list[str]:
 
 
 def gone_after(lab: Lab, t0: float, limit: float) -> float | None:
-    """Seconds from t0 until no launcher and no trainer is left on any node (None: still some after limit)."""
-    while time.monotonic() - t0 < limit:
-        if not any(lab.processes(h) for h in lab.hosts):
-            return time.monotonic() - t0
-        time.sleep(0.2)
-    return None
+    """Seconds from t0 (time.time()) until no launcher and no trainer is left on any node (None: still some
+    after limit). Each node watches itself (one SSH session each, polling every 0.1 s) and prints the moment
+    its last one vanished: nodes share the host's clock, and no SSH round trip is counted in the figure."""
+    wait = (
+        f"end=$(( $(date +%s) + {int(limit) + 1} )); "
+        f"while pgrep -f '{TRAINER}|{LAUNCHER}' > /dev/null; do "
+        '[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 0.1; done; date +%s.%N'
+    )
+    procs = [lab.ssh_async(h, wait) for h in lab.hosts]
+    ends = []
+    for proc in procs:
+        try:
+            out, _err = proc.communicate(timeout=limit + 30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out = ""
+        ends.append(float(out.strip()) if proc.returncode == 0 and out.strip() else None)
+    if any(e is None for e in ends):
+        return None
+    return max(0.0, max(e for e in ends if e is not None) - t0)
 
 
 def verdict_line(out: str) -> str:
@@ -226,10 +247,10 @@ def fault(
     proc = lab.play_async(*tiny(job, "-e", "steps=2000", *SHORT, *extra))
     ok = wait_for_step(lab, job, at_step, proc)
     pids = lab.pids(victim, pattern) if ok else []
-    t0 = time.monotonic()
+    t0, t0_wall = time.monotonic(), time.time()
     if pids:
         lab.ssh(victim, f"kill -{signal} {pids[0]}")
-    gone = gone_after(lab, t0, limit + 60) if pids else None
+    gone = gone_after(lab, t0_wall, limit + 60) if pids else None
     try:
         out, _err = proc.communicate(timeout=limit + 120)
     except subprocess.TimeoutExpired:
@@ -654,7 +675,7 @@ def case_render(lab: Lab) -> None:
     while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, job)):
         time.sleep(1)
     trained = losses(metrics(lab, job))
-    gone = gone_after(lab, time.monotonic(), 60)
+    gone = gone_after(lab, time.time(), 60)
     for h in lab.hosts:
         lab.ssh(h, by_hand)
     subprocess.run(["rm", "-rf", str(out_dir)], check=True)
