@@ -93,7 +93,13 @@ def test_the_cli_names_a_bad_launcher_value_before_any_process_group(
         ([], {"RDMAOPS_HSDP": "0"}, False, "float32", "strategy.fsdp2.reduce_dtype auto, no HSDP"),
         (["strategy.fsdp2.hsdp=true"], {}, False, "bfloat16", "strategy.fsdp2.reduce_dtype auto, HSDP"),
         # the recipe's own choice wins either way
-        (["strategy.fsdp2.reduce_dtype=float32"], {"RDMAOPS_HSDP": "1"}, False, "float32", "strategy.fsdp2"),
+        (
+            ["strategy.fsdp2.reduce_dtype=float32"],
+            {"RDMAOPS_HSDP": "1"},
+            False,
+            "float32",
+            "strategy.fsdp2.reduce_dtype float32",
+        ),
         (
             ["strategy.fsdp2.reduce_dtype=bfloat16"],
             {},
