@@ -118,3 +118,24 @@ def test_health_threshold_options_document_the_checks_own_defaults(role: str) ->
         assert sub["default"] == DEFAULTS[name], f"{role}: {name}"
     for name in (f"{role}_health_severity", f"{role}_health_sources"):
         assert defaults(role)[name] == {} == spec_options(role)[name]["default"]
+
+
+@pytest.mark.parametrize(
+    ("ports", "extra", "want"),
+    [
+        ({"node2": "data0", "node3": "data1"}, {}, ["data0", "data1"]),  # full mesh / ring: one port a peer
+        ({"node2": ["data0", "data1"]}, {}, ["data0", "data1"]),  # rails: two cables to one peer
+        ({}, {"mesh_network_fabric_port": "ens1f0"}, ["ens1f0"]),  # switched fabric
+    ],
+)
+def test_verify_qos_ports_are_port_names_for_any_cabling(
+    ports: dict[str, Any], extra: dict[str, Any], want: list[str]
+) -> None:
+    # a rails map's list once reached `dcb pfc show dev ['data0', 'data1']` (found on a rails lab)
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    variables = {**defaults("verify"), "mesh_network_ports": ports, **extra}
+    templar = Templar(loader=DataLoader(), variables=variables)
+    # defaults/main.yml is trusted template text when Ansible loads it; yaml.safe_load's strings are not
+    assert templar.template(trust_as_template(variables["verify_qos_ports"])) == want
