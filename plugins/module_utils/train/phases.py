@@ -227,12 +227,18 @@ def hsdp_note(recipe: Mapping[str, Any], nodes: int, slow: str) -> str:
     if isinstance(choice, bool):
         return f"hsdp: strategy.fsdp2.hsdp is {str(choice).lower()} (-e hsdp=auto follows the fabric)"
     if slow:
+        # as the trainer resolves it (rdmaops_trainer/dp_mesh.py reduce_dtype): fp32 compute casts nothing
         reduce = (strategy.get("fsdp2") or {}).get("reduce_dtype", "auto")
-        grads = (
-            "in bfloat16 (strategy.fsdp2.reduce_dtype auto; float32 keeps exact sums)"
-            if reduce == "auto"
-            else f"in {reduce} (strategy.fsdp2.reduce_dtype)"
+        train, cluster = recipe.get("train") or {}, recipe.get("cluster") or {}
+        fp32 = train.get("precision") == "fp32" or (
+            train.get("precision", "auto") == "auto" and cluster.get("device") == "cpu"
         )
+        if fp32:
+            grads = "in float32 (fp32 compute)"
+        elif reduce == "auto":
+            grads = "in bfloat16 (strategy.fsdp2.reduce_dtype auto; float32 keeps exact sums)"
+        else:
+            grads = f"in {reduce} (strategy.fsdp2.reduce_dtype)"
         return (
             f"hsdp: {slow}: {HSDP_ENV}=1, so FSDP2 shards inside each node and replicates across nodes (only "
             f"the gradient all-reduce crosses them, {grads}); -e hsdp=off keeps plain FSDP2"

@@ -184,14 +184,18 @@ def test_the_launch_says_hsdp_from_the_fabric(env: dict[str, str], flag: str, no
     for node in p["nodes"].values():
         assert f"RDMAOPS_HSDP={flag}" in node["files"]["job.env"].splitlines()
     assert any(n.startswith(note) for n in p["notes"]), p["notes"]
-    if flag == "1":  # what crosses the slow link, and in which dtype
-        assert any(
-            "gradient all-reduce crosses them, in bfloat16 (strategy.fsdp2.reduce_dtype auto" in n
-            for n in p["notes"]
-        )
-        fp32 = checked(overrides={"strategy.fsdp2.reduce_dtype": "float32"})
-        notes = phases.plan(plan_args(fp32, reports={h: report(h, env=env) for h in HOSTS}))["plan"]["notes"]
-        assert any("crosses them, in float32 (strategy.fsdp2.reduce_dtype)" in n for n in notes), notes
+    if flag == "1":  # what crosses the slow link, and in which dtype (tiny computes in fp32 on CPU)
+        assert any("gradient all-reduce crosses them, in float32 (fp32 compute)" in n for n in p["notes"])
+        reports = {h: report(h, env=env, gpus=1) for h in HOSTS}
+        gpu = {"cluster.device": "cuda", "train.precision": "bf16"}
+        for extra, said in (
+            ({}, "in bfloat16 (strategy.fsdp2.reduce_dtype auto"),
+            ({"strategy.fsdp2.reduce_dtype": "float32"}, "in float32 (strategy.fsdp2.reduce_dtype)"),
+        ):
+            notes = phases.plan(plan_args(checked(overrides={**gpu, **extra}), reports=reports))["plan"][
+                "notes"
+            ]
+            assert any(f"crosses them, {said}" in n for n in notes), notes
     # one node on RDMA among TCP ones: not a TCP job
     mixed = {h: report(h, env=TCP) for h in HOSTS} | {"node2": report("node2", env=RDMA)}
     assert (
