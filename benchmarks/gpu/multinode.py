@@ -101,64 +101,34 @@ def faults_row(job: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+def qwen_row(
+    nodes: int, net: str = "socket", over: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """qwen1_5b on 1 x 4 or 2 x 2 over ``net``, with more recipe overrides (``over``) and row keys."""
+    return {"recipe": "qwen1_5b", "nodes": nodes, "net": net, "over": {**QWEN, **(over or {})}, **extra}
+
+
 # name: recipe, nodes, GPUs per node, the fabric's NCCL choice, launcher, train_hsdp, overrides, fault, resume
 ROWS: dict[str, dict[str, Any]] = {
-    "qwen 1x4": {"recipe": "qwen1_5b", "nodes": 1, "net": "socket", "over": QWEN},
-    "qwen 2x2 socket": {"recipe": "qwen1_5b", "nodes": 2, "net": "socket", "over": QWEN},
-    "qwen 2x2 socket untuned": {
-        "recipe": "qwen1_5b",
-        "nodes": 2,
-        "net": "socket-defaults",
-        "hsdp": "off",
-        "over": QWEN,
-    },
-    "qwen 2x2 mesh": {"recipe": "qwen1_5b", "nodes": 2, "net": "mesh", "over": QWEN},
-    "qwen 2x2 socket fsdp2": {"recipe": "qwen1_5b", "nodes": 2, "net": "socket", "hsdp": "off", "over": QWEN},
+    "qwen 1x4": qwen_row(1),
+    "qwen 2x2 socket": qwen_row(2),
+    "qwen 2x2 socket untuned": qwen_row(2, "socket-defaults", hsdp="off"),
+    "qwen 2x2 mesh": qwen_row(2, "mesh"),
+    "qwen 2x2 socket fsdp2": qwen_row(2, hsdp="off"),
     # levers for the 0.95x target: gradients reduced in bf16 (half the bytes across nodes; since then what
     # strategy.fsdp2.reduce_dtype auto does under HSDP), the same reduced after every micro-batch (fp32
     # accumulation of the shards), more NCCL channels, buffers or sockets; and HSDP with fp32 reduction
-    "qwen 2x2 socket fp32reduce": {
-        "recipe": "qwen1_5b",
-        "nodes": 2,
-        "net": "socket",
-        "over": {**QWEN, "strategy.fsdp2.reduce_dtype": "float32"},
-    },
-    "qwen 1x4 bf16reduce": {"recipe": "qwen1_5b", "nodes": 1, "net": "socket", "over": {**QWEN, **BF16}},
-    "qwen 2x2 socket bf16reduce": {
-        "recipe": "qwen1_5b",
-        "nodes": 2,
-        "net": "socket",
-        "over": {**QWEN, **BF16},
-    },
-    "qwen 2x2 socket bf16reduce rsevery": {
-        "recipe": "qwen1_5b",
-        "nodes": 2,
-        "net": "socket",
-        "over": {**QWEN, **BF16, "strategy.fsdp2.reduce_every_micro_batch": True},
-    },
-    "qwen 2x2 socket bf16reduce ch4": {
-        "recipe": "qwen1_5b",
-        "nodes": 2,
-        "net": "socket",
-        "extra": {"NCCL_MIN_NCHANNELS": "4"},
-        "over": {**QWEN, **BF16},
-    },
-    "qwen 2x2 socket bf16reduce buff16m": {
-        "recipe": "qwen1_5b",
-        "nodes": 2,
-        "net": "socket",
-        "extra": {"NCCL_BUFFSIZE": str(16 << 20)},
-        "over": {**QWEN, **BF16},
-    },
-    "qwen 2x2 mesh bf16reduce": {"recipe": "qwen1_5b", "nodes": 2, "net": "mesh", "over": {**QWEN, **BF16}},
-    "qwen 2x2 socket 8x8": {"recipe": "qwen1_5b", "nodes": 2, "net": "socket-8x8", "over": QWEN},
-    "qwen 2x2 zero3": {
-        "recipe": "qwen1_5b",
-        "nodes": 2,
-        "net": "socket",
-        "launcher": "deepspeed",
-        "over": {**QWEN, "strategy.name": "zero3"},
-    },
+    "qwen 2x2 socket fp32reduce": qwen_row(2, over={"strategy.fsdp2.reduce_dtype": "float32"}),
+    "qwen 1x4 bf16reduce": qwen_row(1, over=BF16),
+    "qwen 2x2 socket bf16reduce": qwen_row(2, over=BF16),
+    "qwen 2x2 socket bf16reduce rsevery": qwen_row(
+        2, over={**BF16, "strategy.fsdp2.reduce_every_micro_batch": True}
+    ),
+    "qwen 2x2 socket bf16reduce ch4": qwen_row(2, over=BF16, extra={"NCCL_MIN_NCHANNELS": "4"}),
+    "qwen 2x2 socket bf16reduce buff16m": qwen_row(2, over=BF16, extra={"NCCL_BUFFSIZE": str(16 << 20)}),
+    "qwen 2x2 mesh bf16reduce": qwen_row(2, "mesh", over=BF16),
+    "qwen 2x2 socket 8x8": qwen_row(2, "socket-8x8"),
+    "qwen 2x2 zero3": qwen_row(2, over={"strategy.name": "zero3"}, launcher="deepspeed"),
     "gpt2 2x2 ddp": {"recipe": "gpt2", "nodes": 2, "net": "socket", "over": GPT2},
     "gpt2 2x2 ddp ckpt": faults_row("gpt2-faults"),
     "gpt2 2x2 kill": faults_row(
