@@ -90,13 +90,15 @@ define MOL_FAILED
 mol_failed() {
   bash tests/lab/diagnose.sh $(MOL_LAB) inventories/$(MOL_LAB) || true
   $(BIN)/molecule destroy -s $(MOL_SCENARIO) || true
-  echo "===== molecule $(MOL_SCENARIO) failed; its failing lines (full log: $(MOL_LOG)):"
-  sed 's/\x1b\[[0-9;]*m//g' $(MOL_LOG) | grep -E 'FAIL|fatal:|failed=[1-9]|ERROR|Traceback|msg:' | tail -n 40 || true
+  { echo "===== molecule $(MOL_SCENARIO) failed; its failing lines (full log: $(MOL_LOG)):"
+    sed 's/\x1b\[[0-9;]*m//g' $(MOL_LOG) | grep -E 'FAIL|fatal:|failed=[1-9]|ERROR|Traceback|msg:' | tail -n 40
+  } | tee $(MOL_LOG).failed || true
   exit 1
 }
 endef
 molecule: venv deps
 	$(MOL_FAILED)
+	rm -f $(MOL_LOG).failed
 	$(BIN)/molecule destroy -s $(MOL_SCENARIO)
 	$(BIN)/molecule test -s $(MOL_SCENARIO) --destroy=never 2>&1 | tee $(MOL_LOG) || mol_failed
 	$(BIN)/molecule destroy -s $(MOL_SCENARIO)
@@ -105,6 +107,7 @@ molecule: venv deps
 # converge, then verify (whose first site.yml run is the idempotence check) and destroy.
 molecule-up: venv deps
 	$(MOL_FAILED)
+	rm -f $(MOL_LOG).failed
 	$(BIN)/molecule destroy -s $(MOL_SCENARIO)
 	: > $(MOL_LOG)
 	for step in syntax create converge; do
@@ -125,6 +128,7 @@ plugin-test: deps
 # that waits on downloads (base image, wheelhouse, packages). Then the default scenario's verify alone: its
 # cases are timed. docs/lab.md, "How make test runs", has the times.
 LAB_OUT ?= /tmp/rdmaops-molecule-beside.out
+CHECKS_OUT ?= /tmp/rdmaops-checks.out
 test: deps venv
 	(
 	  rc=0
@@ -133,12 +137,19 @@ test: deps venv
 	  exit $$rc
 	) > $(LAB_OUT) 2>&1 &
 	lab=$$!
-	rc=0; $(MAKE) --no-print-directory lint unit plugin-test sanity build-check || rc=$$?
+	rc=0; $(MAKE) --no-print-directory lint unit plugin-test sanity build-check 2>&1 | tee $(CHECKS_OUT) || rc=$$?
 	lab_rc=0; wait $$lab || lab_rc=$$?
 	echo "===== beside the checks above: the ring scenario, the default lab up to converge (rc=$$lab_rc: 1 the ring failed, 2 the default lab; full output $(LAB_OUT)):"
 	sed 's/\x1b\[[0-9;]*m//g' $(LAB_OUT) | grep -E 'PASS|FAIL|fatal:|failed=[1-9]|ERROR|Traceback|➜|=====' | tail -n 80 || true
 	if [ $$rc -ne 0 ] || [ $$lab_rc -ne 0 ]; then
 	  $(BIN)/molecule destroy -s default > /dev/null 2>&1 || true
+	  # what failed, last (a CI log is often read from its tail only)
+	  cat /tmp/rdmaops-molecule-ring4.log.failed /tmp/rdmaops-molecule-default.log.failed 2>/dev/null || true
+	  if [ $$rc -ne 0 ]; then
+	    echo "===== the checks' failing lines (full output $(CHECKS_OUT)):"
+	    sed 's/\x1b\[[0-9;]*m//g' $(CHECKS_OUT) | grep -E 'FAILED|ERROR|Error [0-9]|error:|[1-9][0-9]* failed' | tail -n 30 || true
+	  fi
+	  echo "===== make test failed: the checks rc=$$rc (lint unit plugin-test sanity build-check), the labs beside them rc=$$lab_rc"
 	  exit 1
 	fi
 	$(MAKE) --no-print-directory molecule-verify MOL_SCENARIO=default

@@ -41,6 +41,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
@@ -177,29 +179,31 @@ def gpu_count(xml_path: Path) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------- render
+def role_defaults(role: str) -> dict[str, Any]:
+    """A role's defaults (roles/<role>/defaults/main.yml) without its prefix, what an inventory that sets
+    nothing gets. Templated values stay text; the callers read only plain ones."""
+    data = yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text())
+    return {k.removeprefix(f"{role}_"): v for k, v in data.items()}
+
+
 def node_env(net: str, nccl_version: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The node's NCCL/gloo environment as nccl_env (and nccl_mesh_plugin) compute it for a TCP fabric."""
     from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import phase
 
-    role_defaults = {"socket_nthreads": 4, "nsocks_perthread": 4}  # roles/nccl_env/defaults/main.yml
+    env_role = role_defaults("nccl_env")
+    role_threads = {k: env_role[k] for k in ("socket_nthreads", "nsocks_perthread")}
     threads = {
         "socket-defaults": {"socket_nthreads": None, "nsocks_perthread": None},
         # NCCL's ceiling: threads x sockets per thread <= 64 (a measurement row, not a role default)
         "socket-8x8": {"socket_nthreads": 8, "nsocks_perthread": 8},
-    }.get(net, role_defaults)
+    }.get(net, role_threads)
     plugin: dict[str, str] = {}
     if net == "mesh":
+        mesh_role = role_defaults("nccl_mesh_plugin")
+        keys = ("force", "ifname", "gid_index", "nsocks", "debug", "prefix")
+        # NCCL 2.28 has no subnet-aware routing: with force false the role picks the plugin itself
         decided = phase.nccl_mesh_plugin_check(
-            {
-                "nccl_version": nccl_version,
-                "force": False,  # NCCL 2.28 has no subnet-aware routing: the role picks the plugin itself
-                "transport": "tcp",
-                "ifname": "",
-                "gid_index": None,
-                "nsocks": 4,
-                "debug": 0,
-                "prefix": "/opt/rdmaops/nccl-mesh-plugin",
-            }
+            {**{k: mesh_role[k] for k in keys}, "nccl_version": nccl_version, "transport": "tcp"}
         )
         if decided["errors"]:
             raise SystemExit(f"nccl_mesh_plugin_check: {decided['errors']}")
@@ -210,9 +214,9 @@ def node_env(net: str, nccl_version: str, extra: dict[str, str] | None = None) -
             "ports": [],
             "socket_ifname": "nodeaddr0",
             "roce_qos": {},
-            "gdr_level": "PHB",
-            "hca": [],
-            "gid_index": None,
+            "gdr_level": env_role["gdr_level"],
+            "hca": env_role["hca"],
+            "gid_index": env_role["gid_index"],
             "net": plugin,
             "extra": extra or {},  # nccl_env_extra: only measurement rows set it
             **threads,

@@ -170,73 +170,9 @@ def test_pool_errors() -> None:
     assert any("'nope'" in e for e in errs) and any("'bad'" in e for e in errs)
 
 
-# `ip -j link show` as printed by iproute2 6.1 (Debian 12) in a node with two mesh ports.
-IP_LINK = json.dumps(
-    [
-        {
-            "ifindex": 1,
-            "ifname": "lo",
-            "flags": ["LOOPBACK", "UP", "LOWER_UP"],
-            "mtu": 65536,
-            "qdisc": "noqueue",
-            "operstate": "UNKNOWN",
-            "linkmode": "DEFAULT",
-            "group": "default",
-            "txqlen": 1000,
-            "link_type": "loopback",
-            "address": "00:00:00:00:00:00",
-            "broadcast": "00:00:00:00:00:00",
-        },
-        {
-            "ifindex": 2,
-            "link_index": 10,
-            "ifname": "eth0",
-            "flags": ["BROADCAST", "MULTICAST", "UP", "LOWER_UP"],
-            "mtu": 1500,
-            "qdisc": "noqueue",
-            "operstate": "UP",
-            "linkmode": "DEFAULT",
-            "group": "default",
-            "txqlen": 1000,
-            "link_type": "ether",
-            "address": "02:00:00:00:00:01",
-            "broadcast": "ff:ff:ff:ff:ff:ff",
-            "link_netnsid": 0,
-        },
-        {
-            "ifindex": 3,
-            "link_index": 4,
-            "ifname": "enp1s0f0np0",
-            "flags": ["BROADCAST", "MULTICAST", "UP"],
-            "mtu": 9000,
-            "qdisc": "noqueue",
-            "operstate": "UP",
-            "linkmode": "DEFAULT",
-            "group": "default",
-            "txqlen": 1000,
-            "link_type": "ether",
-            "address": "5C:25:73:00:00:10",
-            "broadcast": "ff:ff:ff:ff:ff:ff",
-            "link_netnsid": 1,
-        },
-        {
-            "ifindex": 5,
-            "link_index": 6,
-            "ifname": "enp1s0f1np1",
-            "flags": ["BROADCAST", "MULTICAST", "UP"],
-            "mtu": 1500,
-            "qdisc": "noqueue",
-            "operstate": "UP",
-            "linkmode": "DEFAULT",
-            "group": "default",
-            "txqlen": 1000,
-            "link_type": "ether",
-            "address": "5c:25:73:00:00:11",
-            "broadcast": "ff:ff:ff:ff:ff:ff",
-            "link_netnsid": 2,
-        },
-    ]
-)
+# `ip -j link show` (iproute2 6.1, Debian 12) of a node with two mesh ports (fixtures/iproute2/SOURCES.md).
+IPROUTE2 = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
+IP_LINK = (IPROUTE2 / "ip_link_two_mesh_ports.json").read_text()
 IFACES = ma.ip_link_interfaces(IP_LINK)
 
 
@@ -523,7 +459,7 @@ def test_reachability_table() -> None:
     assert table[-1] == "1/3 node pairs OK"
 
 
-IP_DETAILS = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2" / "ip_d_addr_node1_mesh.json"
+IP_DETAILS = IPROUTE2 / "ip_d_addr_node1_mesh.json"
 
 
 def test_the_mtu_is_checked_against_each_ports_maxmtu() -> None:

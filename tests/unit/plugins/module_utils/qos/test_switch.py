@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as rq
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
@@ -21,19 +23,11 @@ def _tree(platform: str, ports: list[str], qos: dict[str, object] | None = None)
 
 
 def test_roce_qos_defaults_and_one_check() -> None:
-    assert rq.settings(None) == {
-        "dscp": 26,
-        "cos": 3,
-        "qos_group": 3,
-        "priority_level": 1,
-        "mtu": 9216,
-        "ecn": True,
-        "cnp_dscp": 48,
-        "cnp_qos_group": 7,
-        "roce_queue": "weighted",
-        "bandwidth_percent": 60,
-        "pfc_watchdog": True,
-    }
+    # the defaults are the ones docs/switch_qos.md gives an operator to copy
+    doc = (Path(__file__).resolve().parents[5] / "docs" / "switch_qos.md").read_text()
+    block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
+    assert rq.settings(None) == yaml.safe_load(block)["roce_qos"]
+    assert (rq.settings(None)["dscp"], rq.settings(None)["cos"], rq.settings(None)["qos_group"]) == (26, 3, 3)
     assert rq.settings({"dscp": "46"})["dscp"] == 46
     assert rq.nccl_ib_tc({}) == 104
     assert rq.errors({"dscp": 64, "cos": 8, "priority_level": 3, "colour": 1, "ecn": "yes"}) == [

@@ -12,18 +12,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
 
-
-def measurement(client: str, server: str, gbps: float | None, **extra: Any) -> dict[str, Any]:
-    return {
-        "client": client,
-        "server": server,
-        "label": f"{client}:data1 -> {server}:data0",
-        "gbps": gbps,
-        "line_rate_gbps": 10.0,
-        "latency_us": 40.0,
-        "tool": "iperf3",
-        **extra,
-    }
+from .conftest import measurement
 
 
 def test_median_line_rate_catches_the_outlier() -> None:

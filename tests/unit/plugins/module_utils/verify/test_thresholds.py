@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import thresholds as vt
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError
 
-
-def measurement(client: str, server: str, gbps: float | None, **extra: Any) -> dict[str, Any]:
-    return {
-        "client": client,
-        "server": server,
-        "label": f"{client}:data1 -> {server}:data0",
-        "gbps": gbps,
-        "line_rate_gbps": 10.0,
-        "latency_us": 40.0,
-        "tool": "iperf3",
-        **extra,
-    }
+from .conftest import measurement
 
 
 def test_thresholds_validation() -> None:
