@@ -20,7 +20,7 @@ import json
 import tempfile
 
 import torch
-from hf_trainer_baseline import RandomTokens, StepTimer
+from hf_trainer_baseline import RandomTokens, StepTimer, timed_run_args
 from model_shapes import GLM_1GPU, TINY_GLM
 from rdmaops_trainer import glm4_moe_active_matmul_params, mfu, targets_as_given, transformer_flops_per_token
 
@@ -77,18 +77,9 @@ def main() -> None:
             warmup_steps=2,
             max_grad_norm=1.0,
             bf16=not cpu,
-            tf32=None if cpu else True,
-            optim="adamw_torch_fused",
             gradient_checkpointing=True,
             gradient_checkpointing_kwargs={"use_reentrant": False},
-            logging_strategy="no",
-            save_strategy="no",
-            report_to="none",
-            disable_tqdm=True,
-            use_cpu=cpu,
-            dataloader_num_workers=2,
-            dataloader_pin_memory=not cpu,
-            seed=0,
+            **timed_run_args(cpu),
         )
         ds = RandomTokens(args.batch * args.accum * total, args.seq, cfg.vocab_size)
         trainer = Trainer(model=model, args=targs, train_dataset=ds, callbacks=[timer])

@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch._dynamo.utils import counters
@@ -59,6 +60,23 @@ class StepTimer(TrainerCallback):
             self.timed_steps = state.global_step - self.warmup
 
 
+def timed_run_args(cpu: bool) -> dict[str, Any]:
+    """The TrainingArguments both HF baselines share: fused AdamW and TF32 as the trainer's rows use, and no
+    logging, saving, progress bar or report in the timed loop."""
+    return {
+        "tf32": None if cpu else True,
+        "optim": "adamw_torch_fused",
+        "logging_strategy": "no",
+        "save_strategy": "no",
+        "report_to": "none",
+        "disable_tqdm": True,
+        "use_cpu": cpu,
+        "dataloader_num_workers": 2,
+        "dataloader_pin_memory": not cpu,
+        "seed": 0,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=32)
@@ -91,17 +109,8 @@ def main() -> None:
             weight_decay=0.1,
             warmup_steps=2,
             bf16=True,
-            tf32=None if cpu else True,
-            optim="adamw_torch_fused",
             torch_compile=args.compile,
-            logging_strategy="no",
-            save_strategy="no",
-            report_to="none",
-            disable_tqdm=True,
-            use_cpu=cpu,
-            dataloader_num_workers=2,
-            dataloader_pin_memory=not cpu,
-            seed=0,
+            **timed_run_args(cpu),
         )
         ds = RandomTokens(args.batch * total, args.seq, cfg.vocab_size)
         trainer = Trainer(model=model, args=targs, train_dataset=ds, callbacks=[timer])

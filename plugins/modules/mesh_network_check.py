@@ -144,17 +144,12 @@ plan:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.check import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the check needs every node's inventory and facts.
-    module.fail_json(
-        msg="mesh_network_check runs on the controller through its action plugin (rdmaops.cluster)"
-    )
+    refuse_without_action("mesh_network_check", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

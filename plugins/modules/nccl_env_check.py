@@ -32,14 +32,9 @@ options:
     description: The launchers' env file (C(nccl_env_file)).
     type: raw
     required: true
-  socket_nthreads:
-    description: C(NCCL_SOCKET_NTHREADS) on C(tcp), with O(nsocks_perthread); both empty - NCCL's defaults.
-    type: raw
-  nsocks_perthread:
-    description: C(NCCL_NSOCKS_PERTHREAD) on C(tcp); threads x sockets at most 64.
-    type: raw
 extends_documentation_fragment:
   - rdmaops.cluster.phase
+  - rdmaops.cluster.nccl_sockets
 """
 
 EXAMPLES = r"""

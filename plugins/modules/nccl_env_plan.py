@@ -58,12 +58,6 @@ options:
     description: More variables, added last (they win).
     type: dict
     default: {}
-  socket_nthreads:
-    description: C(NCCL_SOCKET_NTHREADS) on C(tcp), with O(nsocks_perthread); both empty - NCCL's defaults.
-    type: raw
-  nsocks_perthread:
-    description: C(NCCL_NSOCKS_PERTHREAD) on C(tcp); threads x sockets at most 64.
-    type: raw
   files:
     description: The files to render, each with its C(dest) and an C(about) line for its header.
     type: list
@@ -84,6 +78,7 @@ options:
     default: Ansible managed
 extends_documentation_fragment:
   - rdmaops.cluster.phase
+  - rdmaops.cluster.nccl_sockets
 """
 
 EXAMPLES = r"""

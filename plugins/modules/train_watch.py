@@ -177,15 +177,12 @@ warnings:
   elements: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import ARGUMENT_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the watcher needs the controller's view of all nodes.
-    module.fail_json(msg="train_watch runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("train_watch", ARGUMENT_SPEC)
 
 
 if __name__ == "__main__":

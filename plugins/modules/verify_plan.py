@@ -80,15 +80,12 @@ plan:
   type: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule
-
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import PLAN_SPEC
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=PLAN_SPEC, supports_check_mode=True)
-    # Reached only if the action plugin is bypassed: the phase runs on the controller.
-    module.fail_json(msg="verify_plan runs on the controller through its action plugin (rdmaops.cluster)")
+    refuse_without_action("verify_plan", PLAN_SPEC)
 
 
 if __name__ == "__main__":

@@ -49,15 +49,16 @@ def bin_path(name: str) -> str:
     return str(local) if local.exists() else name
 
 
+def ansible_output(tool: str, *argv: str) -> str:
+    """The standard output of an Ansible command that must succeed, run from the repo as the tests run it."""
+    proc = subprocess.run(
+        [bin_path(tool), *argv], cwd=ROOT, env=ansible_env(), capture_output=True, text=True, check=True
+    )
+    return proc.stdout
+
+
 def list_hosts(inventory: Path) -> list[str]:
-    out = subprocess.run(
-        [bin_path("ansible"), "all:!switches", "-i", str(inventory), "--list-hosts"],
-        cwd=ROOT,
-        env=ansible_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = ansible_output("ansible", "all:!switches", "-i", str(inventory), "--list-hosts")
     return [line.strip() for line in out.splitlines()[1:] if line.strip()]
 
 
@@ -113,15 +114,7 @@ def fill(value: Any, names: dict[str, str]) -> Any:
 
 def effective_vars(inventory: Path, host: str) -> dict[str, Any]:
     """The host's variables as the inventory defines them (inline, host_vars and group_vars)."""
-    out = subprocess.run(
-        [bin_path("ansible-inventory"), "-i", str(inventory), "--host", host],
-        cwd=ROOT,
-        env=ansible_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return dict(json.loads(out))
+    return dict(json.loads(ansible_output("ansible-inventory", "-i", str(inventory), "--host", host)))
 
 
 def make_inventory(source: Path, case: dict[str, Any], names: dict[str, str], workdir: Path) -> Path:
