@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The main() of a role-phase module: its documentation and argument spec live in the module, its work in its
-action plugin (plugins/plugin_utils/phase.py); run as a plain module, it only says so."""
+"""The main() of a module whose work is its action plugin's (the role phases of plugins/plugin_utils/phase.py,
+train_watch): its documentation and argument spec live in the module; run as a plain module, it says so."""
 
 from __future__ import annotations
 
