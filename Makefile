@@ -84,7 +84,8 @@ build-check: venv
 # The log's failing lines are printed again last: a CI log is often read from its tail only.
 # One scenario: make molecule MOL_SCENARIO=ring4 (its lab instance molring, inventory inventories/molring).
 MOL_SCENARIO ?= default
-MOL_LOG ?= /tmp/rdmaops-molecule-$(MOL_SCENARIO).log
+mol_log = /tmp/rdmaops-molecule-$(1).log
+MOL_LOG ?= $(call mol_log,$(MOL_SCENARIO))
 MOL_LAB = $(if $(filter ring4,$(MOL_SCENARIO)),molring,mol)
 define MOL_FAILED
 mol_failed() {
@@ -144,7 +145,7 @@ test: deps venv
 	if [ $$rc -ne 0 ] || [ $$lab_rc -ne 0 ]; then
 	  $(BIN)/molecule destroy -s default > /dev/null 2>&1 || true
 	  # what failed, last (a CI log is often read from its tail only)
-	  cat /tmp/rdmaops-molecule-ring4.log.failed /tmp/rdmaops-molecule-default.log.failed 2>/dev/null || true
+	  cat $(call mol_log,ring4).failed $(call mol_log,default).failed 2>/dev/null || true
 	  if [ $$rc -ne 0 ]; then
 	    echo "===== the checks' failing lines (full output $(CHECKS_OUT)):"
 	    sed 's/\x1b\[[0-9;]*m//g' $(CHECKS_OUT) | grep -E 'FAILED|ERROR|Error [0-9]|error:|[1-9][0-9]* failed' | tail -n 30 || true

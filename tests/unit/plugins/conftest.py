@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -27,3 +28,7 @@ def run_module(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[st
         return json.loads(capsys.readouterr().out)
 
     return run
+
+
+# Recorded tool outputs and trees (tests/unit/fixtures/<tool>/, each with its SOURCES.md).
+FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdmaops.cluster.plugins.filter.nccl_env import FilterModule, nccl_env
 from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.sysfs import read_ports
 
-SYSFS = Path(__file__).resolve().parents[2] / "fixtures" / "sysfs"
+from ..conftest import FIXTURE_DIR
+
+SYSFS = FIXTURE_DIR / "sysfs"
 # The filter has no defaults for these (the nccl_env role owns them); the tests pass the role's values.
 ROLE = {"dscp": 26, "gdr_level": "PHB"}
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from ansible_collections.rdmaops.cluster.plugins.modules import node_health
 
+from ..conftest import FIXTURE_DIR as FIXTURES
 from ..conftest import RunModule
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 HEALTH = FIXTURES / "health"
 
 

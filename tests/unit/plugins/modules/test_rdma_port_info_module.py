@@ -6,9 +6,9 @@ from pathlib import Path
 
 from ansible_collections.rdmaops.cluster.plugins.modules import rdma_port_info
 
-from ..conftest import RunModule
+from ..conftest import FIXTURE_DIR, RunModule
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "sysfs"
+FIXTURES = FIXTURE_DIR / "sysfs"
 
 
 def test_reports_ports(run_module: RunModule) -> None:

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
 from ansible_collections.rdmaops.cluster.plugins.modules import verify_nccl_path
 
-from ..conftest import RunModule
+from ..conftest import FIXTURE_DIR, RunModule
 
-FIX = Path(__file__).resolve().parents[2] / "fixtures" / "nccl"
+FIX = FIXTURE_DIR / "nccl"
 
 
 def slurped(text: str) -> dict[str, object]:

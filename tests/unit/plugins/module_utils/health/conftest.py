@@ -13,7 +13,8 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.health.findings im
     merge_thresholds,
 )
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+from ...conftest import FIXTURE_DIR as FIXTURES
+
 HEALTH = FIXTURES / "health"
 SMI_XML = (HEALTH / "nvidia-smi-q-x.h200x4.xml").read_text()
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import host as lab_host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import plan as lab_plan
 
+from ...conftest import FIXTURE_DIR
+
 # `ss -Hltnp` seen here: a system-wide apt-cacher-ng on 0.0.0.0:3142; two instances' proxies on 3242
-SS = Path(__file__).resolve().parents[3] / "fixtures" / "ss"
+SS = FIXTURE_DIR / "ss"
 SS_FOREIGN = (SS / "ltnp_system_apt_cacher_ng.txt").read_text()
 SS_OWN = (SS / "ltnp_two_instances.txt").read_text()
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import parse as lab_parse
+
+from ...conftest import FIXTURE_DIR
 
 MOUNTINFO = """\
 22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
@@ -19,7 +19,7 @@ MOUNTINFO = """\
 """
 
 # `ss -Hltnp` seen here: a system-wide apt-cacher-ng on 0.0.0.0:3142; two instances' proxies on 3242
-SS = Path(__file__).resolve().parents[3] / "fixtures" / "ss"
+SS = FIXTURE_DIR / "ss"
 SS_FOREIGN = (SS / "ltnp_system_apt_cacher_ng.txt").read_text()
 SS_OWN = (SS / "ltnp_two_instances.txt").read_text()
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 
 import pytest
 from netaddr import IPAddress, IPNetwork, IPSet
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+
+from ...conftest import FIXTURE_DIR
 
 HOSTS = [f"node{i}" for i in range(1, 9)]
 # host_plan takes every pool and name explicitly (the mesh_network role's defaults own them).
@@ -171,7 +172,7 @@ def test_pool_errors() -> None:
 
 
 # `ip -j link show` (iproute2 6.1, Debian 12) of a node with two mesh ports (fixtures/iproute2/SOURCES.md).
-IPROUTE2 = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
+IPROUTE2 = FIXTURE_DIR / "iproute2"
 IP_LINK = (IPROUTE2 / "ip_link_two_mesh_ports.json").read_text()
 IFACES = ma.ip_link_interfaces(IP_LINK)
 

@@ -20,6 +20,8 @@ from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_check impor
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import check as mc
 
+from ...conftest import FIXTURE_DIR
+
 MGMT = "10.93.0.0/24"
 
 
@@ -260,7 +262,7 @@ def test_the_action_fails_with_every_error_in_one_message() -> None:
     assert not ok.get("failed") and ok["plan"]["node_address"] == "10.255.0.1" and ok["changed"] is False
 
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
+FIXTURES = FIXTURE_DIR / "iproute2"
 
 
 def render(host: str, plan: dict[str, Any]) -> str:
@@ -287,12 +289,9 @@ def test_the_3_node_lab_gets_byte_identical_netplan_files(host: str) -> None:
     assert render(host, out["plan"]) == (FIXTURES / f"netplan_{host}_mesh3_main.yaml.txt").read_text()
 
 
-IPROUTE2 = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
-
-
 def test_the_mtu_is_checked_against_each_data_ports_maxmtu() -> None:
     """tasks/interfaces.yml reads `ip -d -j addr show`: each link's max_mtu (the lab's veths: 65535)."""
-    real = (IPROUTE2 / "ip_d_addr_node1_mesh.json").read_text()
+    real = (FIXTURES / "ip_d_addr_node1_mesh.json").read_text()
     args = inventory(lab_mesh(3))
     args["nodes"]["node1"]["addr"] = real
     assert mc.check(args)["errors"] == []

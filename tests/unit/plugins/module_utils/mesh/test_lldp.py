@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import lldp
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "lldpd"
+from ...conftest import FIXTURE_DIR
+
+FIXTURES = FIXTURE_DIR / "lldpd"
 TWO = (FIXTURES / "lldpd_1.0.16_two_neighbors.json").read_text()
 ONE = (FIXTURES / "lldpd_1.0.16_one_neighbor.json").read_text()
 NONE = (FIXTURES / "lldpd_1.0.16_no_neighbor.json").read_text()

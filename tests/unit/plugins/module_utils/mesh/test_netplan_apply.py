@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import netplan_apply as na
+
+from ...conftest import FIXTURE_DIR
 
 DEST = "/etc/netplan/60-rdmaops-mesh.yaml"
 
@@ -325,7 +326,7 @@ def test_real_file_write_is_atomic_and_private(tmp_path) -> None:  # type: ignor
 
 # --------------------------------------------------------------------------- interface state and repair
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
+FIXTURES = FIXTURE_DIR / "iproute2"
 
 
 def test_parse_state_reads_addresses_flags_and_static_routes() -> None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import ping
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+from ...conftest import FIXTURE_DIR as FIXTURES
+
 OK = (FIXTURES / "ping" / "iputils_20221126_ok.txt").read_text()
 UNREACHABLE = (FIXTURES / "ping" / "iputils_20221126_unreachable.txt").read_text()
 

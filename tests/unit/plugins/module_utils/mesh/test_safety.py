@@ -6,7 +6,6 @@ Node facts are real `ip -j` outputs and a netplan file of a converged lab node (
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -14,7 +13,9 @@ import yaml
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import safety as ms
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iproute2"
+from ...conftest import FIXTURE_DIR
+
+FIXTURES = FIXTURE_DIR / "iproute2"
 ADDR = (FIXTURES / "ip_addr_node1_mesh.json").read_text()
 NO_DEFAULT = (FIXTURES / "ip_route_default_none.json").read_text()
 HOST_DEFAULT = (FIXTURES / "ip_route_default_host.json").read_text()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import env_file, phase
 from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.sysfs import read_ports
 
-SYSFS = Path(__file__).resolve().parents[3] / "fixtures" / "sysfs"
+from ...conftest import FIXTURE_DIR
+
+SYSFS = FIXTURE_DIR / "sysfs"
 CHECK = {
     "socket_ifname": "nodeaddr0",
     "roce_qos": {},

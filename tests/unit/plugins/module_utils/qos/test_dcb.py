@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import dcb
 
-FIX = Path(__file__).resolve().parents[3] / "fixtures" / "dcb"
+from ...conftest import FIXTURE_DIR
+
+FIX = FIXTURE_DIR / "dcb"
 
 
 def _port(pfc: str, app: str) -> dcb.PortDcb:

@@ -26,8 +26,9 @@ def test_roce_qos_defaults_and_one_check() -> None:
     # the defaults are the ones docs/switch_qos.md gives an operator to copy
     doc = (Path(__file__).resolve().parents[5] / "docs" / "switch_qos.md").read_text()
     block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
-    assert rq.settings(None) == yaml.safe_load(block)["roce_qos"]
-    assert (rq.settings(None)["dscp"], rq.settings(None)["cos"], rq.settings(None)["qos_group"]) == (26, 3, 3)
+    defaults = rq.settings(None)
+    assert defaults == yaml.safe_load(block)["roce_qos"]
+    assert (defaults["dscp"], defaults["cos"], defaults["qos_group"]) == (26, 3, 3)
     assert rq.settings({"dscp": "46"})["dscp"] == 46
     assert rq.nccl_ib_tc({}) == 104
     assert rq.errors({"dscp": 64, "cos": 8, "priority_level": 3, "colour": 1, "ecn": "yes"}) == [

@@ -9,7 +9,9 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs as rs
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "sysfs"
+from ...conftest import FIXTURE_DIR
+
+FIXTURES = FIXTURE_DIR / "sysfs"
 
 
 def ports_of(scenario: str) -> dict[str, dict]:

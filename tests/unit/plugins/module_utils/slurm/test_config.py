@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import config as slurm
 
-FIX = Path(__file__).resolve().parents[3] / "fixtures" / "slurm"
+from ...conftest import FIXTURE_DIR
+
+FIX = FIXTURE_DIR / "slurm"
 
 HW = {
     "NodeName": "node1",

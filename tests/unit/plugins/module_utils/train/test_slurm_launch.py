@@ -17,6 +17,8 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch impor
     slurm_batch_script,
 )
 
+from ...conftest import FIXTURE_DIR
+
 ARGS = {
     "job": "t1",
     "recipe": "tiny",
@@ -165,7 +167,7 @@ def test_each_task_checks_the_recipe_digest_on_its_node(tmp_path: Path) -> None:
     assert f"{recipe} is not the recipe train.yml resolved" in bad.stderr
 
 
-FIX = Path(__file__).resolve().parents[3] / "fixtures" / "slurm"
+FIX = FIXTURE_DIR / "slurm"
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ from pathlib import Path
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as ta
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch as tw
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+from ...conftest import FIXTURE_DIR as FIXTURES
+
 RUNNING = {"LoadState": "loaded", "ActiveState": "active", "SubState": "running", "Result": "success"}
 FAILED = {
     "LoadState": "loaded",

@@ -15,9 +15,9 @@ from ansible.module_utils import basic
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import bandwidth as bw
 from ansible_collections.rdmaops.cluster.plugins.modules import rdma_bandwidth
 
-from ...conftest import RunModule
+from ...conftest import FIXTURE_DIR, RunModule
 
-SYSFS = Path(__file__).resolve().parents[3] / "fixtures" / "sysfs"
+SYSFS = FIXTURE_DIR / "sysfs"
 needs_iperf3 = pytest.mark.skipif(shutil.which("iperf3") is None, reason="iperf3 not installed (make deps)")
 
 
@@ -217,7 +217,7 @@ def test_module_rejects_bad_input(run_module: RunModule, args: dict, match: str)
 
 
 def test_numbers_from_perftest_outputs() -> None:
-    fixtures = Path(__file__).resolve().parents[3] / "fixtures" / "perftest"
+    fixtures = FIXTURE_DIR / "perftest"
     sweep = bw.parse_output("rdma", (fixtures / "mlx5_roce_write_bw_gbits_sweep.txt").read_text())
     assert bw.numbers("rdma", sweep) == {"gbps": 196.07, "latency_us": None}
     lat = bw.parse_output("rdma", (fixtures / "cx7_write_lat_rdmacm.txt").read_text())

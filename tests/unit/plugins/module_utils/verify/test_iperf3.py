@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import iperf3
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "iperf3"
+from ...conftest import FIXTURE_DIR
+
+FIXTURES = FIXTURE_DIR / "iperf3"
 
 
 def load(name: str) -> dict:

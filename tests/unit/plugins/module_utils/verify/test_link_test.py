@@ -11,7 +11,8 @@ import yaml
 from ansible_collections.rdmaops.cluster.plugins.doc_fragments.link_test import ModuleDocFragment
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import link_test
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+from ...conftest import FIXTURE_DIR as FIXTURES
+
 ROCE = str(FIXTURES / "sysfs" / "mlx5_roce")
 
 

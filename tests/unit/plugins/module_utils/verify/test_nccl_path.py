@@ -4,12 +4,13 @@ configured, or a configured plugin not loaded."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import nccl_path as npath
 
-FIX = Path(__file__).resolve().parents[3] / "fixtures" / "nccl"
+from ...conftest import FIXTURE_DIR
+
+FIX = FIXTURE_DIR / "nccl"
 
 
 def logs(kind: str) -> dict[str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,7 +10,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import parse as vparse
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+from ...conftest import FIXTURE_DIR as FIXTURES
 
 
 def test_gate_without_rdma_device() -> None:

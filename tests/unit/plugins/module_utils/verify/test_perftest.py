@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import perftest
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "perftest"
+from ...conftest import FIXTURE_DIR
+
+FIXTURES = FIXTURE_DIR / "perftest"
 
 
 def load(name: str) -> dict:

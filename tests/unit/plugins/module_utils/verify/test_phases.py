@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +11,8 @@ import yaml
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import phases
 
-FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+from ...conftest import FIXTURE_DIR as FIXTURES
+
 # The mesh_network role's own defaults, passed explicitly as the role does.
 ROLE_DEFAULTS = yaml.safe_load((FIXTURES.parents[2] / "roles/mesh_network/defaults/main.yml").read_text())
 POOLS: dict[str, Any] = {
