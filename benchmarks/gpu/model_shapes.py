@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from rdmaops_trainer import load_recipe
+
 # Qwen2.5-1.5B, in the keys of rdmaops_trainer.qwen2_matmul_params
 QWEN15B = {"vocab": 151936, "d": 1536, "layers": 28, "ffn": 8960, "heads": 12, "kv_heads": 2}
 
@@ -16,16 +18,5 @@ GLM_1GPU = {
     "head_dim": 128,
     "attention_bias": True,
 }
-# the CPU smoke test's shape
-TINY_GLM = {
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "moe_intermediate_size": 32,
-    "n_routed_experts": 4,
-    "num_experts_per_tok": 2,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "head_dim": 16,
-    "vocab_size": 256,
-}
+# the CPU smoke test's shape: the trainer's glm-tiny recipe, what train.yml runs on the lab
+TINY_GLM = dict(load_recipe("glm-tiny").model.config)

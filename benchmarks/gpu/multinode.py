@@ -156,13 +156,7 @@ CPU = {
     "train.warmup_steps": 2,
 }
 # The watcher's bounds in the rehearsal: the role's defaults, except a stopped rank is named after 10 s.
-WATCH = {
-    "stall_timeout": 300.0,
-    "startup_timeout": 600.0,
-    "lost_timeout": 60.0,
-    "failure_grace": 5.0,
-    "stopped_timeout": 10.0,
-}
+WATCH = tw.Limits(stall_timeout=300.0, startup_timeout=600.0, lost_timeout=60.0)
 
 
 def joined(*parts: str | None) -> str:
@@ -481,7 +475,7 @@ def run_row(row_dir: Path, timeout: float) -> dict[str, Any]:
     offset = metrics.stat().st_size if metrics.exists() else 0
     reader = agent.MetricsReader(str(metrics), offset)
     started = time.time()
-    watchman = tw.JobWatch(meta["job"], hosts, total_steps=meta["steps"], started=started, **WATCH)
+    watchman = tw.JobWatch(meta["job"], hosts, total_steps=meta["steps"], started=started, limits=WATCH)
     for n in nodes:
         n.start()
         time.sleep(1.0)  # master first, as the role starts units

@@ -20,6 +20,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import (
     ARGUMENT_SPEC,
     JobWatch,
+    Limits,
     agent_argv,
     stop_argv,
 )
@@ -47,15 +48,7 @@ class ActionModule(ActionBase):
         sel = selectors.DefaultSelector()
         started = float(p["started"] or time.time())
         watch = JobWatch(
-            p["job"],
-            p["nodes"],
-            total_steps=p["total_steps"],
-            started=started,
-            stall_timeout=p["stall_timeout"],
-            startup_timeout=p["startup_timeout"],
-            lost_timeout=p["lost_timeout"],
-            failure_grace=p["failure_grace"],
-            stopped_timeout=p["stopped_timeout"],
+            p["job"], p["nodes"], total_steps=p["total_steps"], started=started, limits=Limits.from_params(p)
         )
         buffers: dict[str, bytes] = {}
         try:

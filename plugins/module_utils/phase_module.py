@@ -10,6 +10,12 @@ from typing import Any
 from ansible.module_utils.basic import AnsibleModule
 
 
+def required_raw(*names: str) -> dict[str, dict[str, Any]]:
+    """Argument spec entries for settings a check phase takes as they are (type raw, required): its own rules,
+    not Ansible's type conversion, refuse a bad value, naming the role variable and the value."""
+    return {name: {"type": "raw", "required": True} for name in names}
+
+
 def refuse_without_action(name: str, spec: Mapping[str, Any]) -> None:
     module = AnsibleModule(argument_spec=dict(spec), supports_check_mode=True)
     # Reached only if the action plugin is bypassed: the phase runs on the controller.

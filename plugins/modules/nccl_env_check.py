@@ -48,7 +48,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Every problem found, each naming its value; the task fails with them joined by C(; ).
+  description: Every bad NCCL setting (socket interface, RoCE QoS, thread counts, file paths), each naming the
+    role variable and its value; the task fails with them joined by C(; ).
   returned: always
   type: list
   elements: str

@@ -67,7 +67,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Every problem found, each naming its value; the task fails with them joined by C(; ).
+  description: Every bad RDMA stack setting (packages, kernel modules, memlock, OpenSM, NIC QoS), each naming
+    the role variable and its value; the task fails with them joined by C(; ).
   returned: always
   type: list
   elements: str

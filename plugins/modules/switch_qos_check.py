@@ -78,7 +78,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Every problem found, each naming its value; the task fails with them joined by C(; ).
+  description: Every bad switch setting (platform, interfaces, RoCE QoS values, policy names, timeouts), each
+    naming the value; the task fails with them joined by C(; ).
   returned: always
   type: list
   elements: str

@@ -105,15 +105,10 @@ options:
       on the controller and starts nothing (see C(plan.render_dir)).
     type: str
     default: ''
-  health:
-    description:
-      - C(train_health), the preflight's node health gate (docs/health.md) - V(fail) stops the launch on a
-        failing check, V(warn) only reports, V(off) runs no check. Checked here with the three below.
-    type: raw
-    default: fail
 extends_documentation_fragment:
   - rdmaops.cluster.phase
   - rdmaops.cluster.health
+  - rdmaops.cluster.health.mode
 """
 
 EXAMPLES = r"""

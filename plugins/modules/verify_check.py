@@ -47,13 +47,10 @@ options:
     description: C(mesh_network_topology) of the inventory.
     type: raw
     default: ""
-  health:
-    description: C(verify_health), the report's node health section - V(fail), V(warn) or V(off).
-    type: raw
-    default: fail
 extends_documentation_fragment:
   - rdmaops.cluster.phase
   - rdmaops.cluster.health
+  - rdmaops.cluster.health.mode
 """
 
 EXAMPLES = r"""

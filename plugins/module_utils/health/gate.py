@@ -16,6 +16,17 @@ from .findings import FAIL, line, merge_thresholds, severity_errors
 
 MODES = ("fail", "warn", "off")
 
+# A check phase's health settings (<role>_health_thresholds, _severity, _sources), taken raw so that
+# settings_errors names a bad value; documented by the doc fragment rdmaops.cluster.health.
+SETTINGS_SPEC: dict[str, Any] = {
+    "health_thresholds": {"type": "raw", "default": {}},
+    "health_severity": {"type": "raw", "default": {}},
+    "health_sources": {"type": "raw", "default": {}},
+}
+# <role>_health too, where the gate is the role's own (train's preflight, verify's report); documented by
+# the doc fragment rdmaops.cluster.health.mode.
+MODE_SPEC: dict[str, Any] = {"health": {"type": "raw", "default": "fail"}, **SETTINGS_SPEC}
+
 
 def settings_errors(prefix: str, mode: Any, thresholds: Any, severity: Any, sources: Any = None) -> list[str]:
     """Errors naming the role variable (PREFIX, e.g. 'train_health') and the bad value."""

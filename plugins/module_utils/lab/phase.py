@@ -12,22 +12,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import plan as lab_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.site.stamp import StampError, source_digest
 
 ARGUMENT_SPEC: dict[str, Any] = {
-    "state": {"type": "raw", "required": True},
+    **required_raw(
+        "state",
+        "name",
+        "nodes",
+        "topology",
+        "node_prefix",
+        "mgmt_cidr",
+        "inventory_dir",
+        "cache_dir",
+        "run_dir",
+    ),
     "crash_nodes": {"type": "raw", "default": []},
-    "name": {"type": "raw", "required": True},
-    "nodes": {"type": "raw", "required": True},
-    "topology": {"type": "raw", "required": True},
-    "node_prefix": {"type": "raw", "required": True},
     "switches": {"type": "list", "elements": "str", "default": []},
-    "mgmt_cidr": {"type": "raw", "required": True},
-    "inventory_dir": {"type": "raw", "required": True},
     "inventory_path": {"type": "str", "required": True},
     "inventory_text": {"type": "str"},
-    "cache_dir": {"type": "raw", "required": True},
-    "run_dir": {"type": "raw", "required": True},
     "uid": {"type": "str", "required": True},
     "connection": {"type": "str", "default": "local"},
     "host_addresses": {"type": "list", "elements": "dict", "default": []},

@@ -16,20 +16,15 @@ from typing import Any
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import safety as ms
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 
 ARGUMENT_SPEC: dict[str, Any] = {
     "host": {"type": "str", "required": True},
-    "hosts": {"type": "raw", "required": True},
+    **required_raw("hosts", "mgmt_cidr", "link_pool", "link_prefix", "node_pool", "fabric_subnet", "mtu"),
     "topology": {"type": "str", "required": True, "choices": ["mesh", "switched"]},
     "ports": {"type": "raw", "default": {}},
     "all_ports": {"type": "dict", "default": {}},
     "fabric_port": {"type": "raw", "default": ""},
-    "mgmt_cidr": {"type": "raw", "required": True},
-    "link_pool": {"type": "raw", "required": True},
-    "link_prefix": {"type": "raw", "required": True},
-    "node_pool": {"type": "raw", "required": True},
-    "fabric_subnet": {"type": "raw", "required": True},
-    "mtu": {"type": "raw", "required": True},
     "nodeaddr_ifname": {"type": "str", "required": True},
     "renumber": {"type": "bool", "default": False},
     "nodes": {"type": "dict", "required": True},

@@ -16,15 +16,14 @@ from typing import Any
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import env as nccl_env
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import env_file, env_rules
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import mesh_plugin as mp
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce
 
 Result = dict[str, Any]
 
 NCCL_ENV_CHECK_SPEC: dict[str, Any] = {
-    "socket_ifname": {"type": "raw", "required": True},
+    **required_raw("socket_ifname", "conf_file", "env_file"),
     "roce_qos": {"type": "raw"},
-    "conf_file": {"type": "raw", "required": True},
-    "env_file": {"type": "raw", "required": True},
     "socket_nthreads": {"type": "raw"},
     "nsocks_perthread": {"type": "raw"},
 }
@@ -48,9 +47,8 @@ def nccl_env_check(p: Mapping[str, Any]) -> Result:
 
 
 NCCL_ENV_PLAN_SPEC: dict[str, Any] = {
-    "transport": {"type": "raw", "required": True},
+    **required_raw("transport", "socket_ifname"),
     "ports": {"type": "list", "elements": "dict", "default": []},
-    "socket_ifname": {"type": "raw", "required": True},
     "roce_qos": {"type": "raw"},
     "gdr_level": {"type": "raw", "default": ""},
     "hca": {"type": "list", "elements": "raw", "default": []},
@@ -100,12 +98,9 @@ def nccl_env_plan(p: Mapping[str, Any]) -> Result:
 NCCL_MESH_PLUGIN_CHECK_SPEC: dict[str, Any] = {
     "nccl_version": {"type": "raw", "default": ""},
     "force": {"type": "bool", "default": False},
-    "transport": {"type": "raw", "required": True},
+    **required_raw("transport", "nsocks", "debug", "prefix"),
     "ifname": {"type": "raw", "default": ""},
     "gid_index": {"type": "raw"},
-    "nsocks": {"type": "raw", "required": True},
-    "debug": {"type": "raw", "required": True},
-    "prefix": {"type": "raw", "required": True},
     "cabling": {"type": "dict", "default": {}},
 }
 

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.torch_build import (
     TorchCudaError,
     pick_variant,
@@ -26,13 +27,15 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.site.digests impor
 )
 
 CHECK_ARGUMENT_SPEC: dict[str, Any] = {
-    "path": {"type": "raw", "required": True},
-    "profile": {"type": "raw", "required": True},
-    "python_min": {"type": "raw", "required": True},
-    "torch_version": {"type": "raw", "required": True},
-    "deepspeed_version": {"type": "raw", "required": True},
-    "setuptools_version": {"type": "raw", "required": True},
-    "torch_cuda_variants": {"type": "raw", "required": True},
+    **required_raw(
+        "path",
+        "profile",
+        "python_min",
+        "torch_version",
+        "deepspeed_version",
+        "setuptools_version",
+        "torch_cuda_variants",
+    ),
     "wheelhouse": {"type": "raw", "default": ""},
     "packages": {"type": "raw", "default": []},
 }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf import timing_errors
@@ -57,13 +58,11 @@ SWITCH_QOS_SPEC: dict[str, Any] = {
 
 SWITCH_QOS_CHECK_SPEC: dict[str, Any] = {
     "roce_qos": {"type": "raw"},
-    "platform": {"type": "raw", "required": True},
-    "interfaces": {"type": "raw", "required": True},
+    **required_raw("platform", "interfaces", "confirm_timeout"),
     "names": {"type": "raw"},
     "ecn": {"type": "raw"},
     "password": {"type": "str", "default": "", "no_log": True},
     "ssh_key": {"type": "str", "default": "", "no_log": False},
-    "confirm_timeout": {"type": "raw", "required": True},
     "hold_before_confirm": {"type": "raw", "default": 0},
     "timeout": {"type": "raw", "default": 30},
 }

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce
 
 _PACKAGE = re.compile(r"[a-z0-9][a-z0-9.+-]*")
@@ -19,11 +20,7 @@ _MODULE = re.compile(r"[A-Za-z0-9_-]+")
 _GUID = re.compile(r"0x[0-9a-fA-F]{16}")
 
 RDMA_CHECK_SPEC: dict[str, Any] = {
-    "packages": {"type": "raw", "required": True},
-    "kernel_modules": {"type": "raw", "required": True},
-    "memlock_limit": {"type": "raw", "required": True},
-    "opensm": {"type": "raw", "required": True},
-    "opensm_priority": {"type": "raw", "required": True},
+    **required_raw("packages", "kernel_modules", "memlock_limit", "opensm", "opensm_priority"),
     "opensm_guids": {"type": "raw", "default": []},
     "nic_qos_enabled": {"type": "bool", "default": True},
     "roce_qos": {"type": "raw"},

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import config as slurm
 
 CHECK_ARGUMENT_SPEC: dict[str, Any] = {
@@ -23,18 +24,12 @@ CHECK_ARGUMENT_SPEC: dict[str, Any] = {
     "inventory_hosts": {"type": "list", "elements": "str", "required": True},
     "play_hosts": {"type": "list", "elements": "str", "required": True},
     "controller_group": {"type": "str", "required": True},
-    "partitions": {"type": "raw", "required": True},
+    **required_raw("partitions", "cgroup", "check_timeout", "kill_wait", "cluster_name"),
     "groups": {"type": "dict", "required": True},
-    "cgroup": {"type": "raw", "required": True},
-    "check_timeout": {"type": "raw", "required": True},
-    "kill_wait": {"type": "raw", "required": True},
-    "cluster_name": {"type": "raw", "required": True},
     # the HealthCheckProgram (docs/health.md): slurm_health_check_interval, _node_state, _thresholds, ...
     "health_check_interval": {"type": "raw", "default": ""},
     "health_check_node_state": {"type": "raw", "default": "ANY"},
-    "health_thresholds": {"type": "raw", "default": {}},
-    "health_severity": {"type": "raw", "default": {}},
-    "health_sources": {"type": "raw", "default": {}},
+    **health_gate.SETTINGS_SPEC,
 }
 
 PLAN_ARGUMENT_SPEC: dict[str, Any] = {

@@ -50,11 +50,8 @@ CHECK_SPEC: dict[str, Any] = {
     "base_dir": {"type": "path", "default": "/var/lib/rdmaops/train"},
     "log_dir": {"type": "path", "default": "/var/log/rdmaops"},
     "render_dir": {"type": "str", "default": ""},
-    # train_health, train_health_thresholds, train_health_severity, train_health_sources (docs/health.md)
-    "health": {"type": "raw", "default": "fail"},
-    "health_thresholds": {"type": "raw", "default": {}},
-    "health_severity": {"type": "raw", "default": {}},
-    "health_sources": {"type": "raw", "default": {}},
+    # train_health, train_health_thresholds, _severity, _sources (docs/health.md)
+    **health_gate.MODE_SPEC,
 }
 
 PLAN_SPEC: dict[str, Any] = {

@@ -11,7 +11,7 @@ import getpass
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # torchrun's failure summary: "rank      : 1 (local_rank: 0)", "exitcode  : -9 (pid: 123)", and for a
@@ -150,32 +150,34 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The watch's time limits in seconds, the role's train_<name> variables (train_watch's options)."""
+
+    stall_timeout: float  # no new step while training
+    startup_timeout: float  # no first step
+    lost_timeout: float  # a node's agent silent
+    failure_grace: float = 5.0  # after a first failure, for the rank that caused it to report
+    stopped_timeout: float = 10.0  # a rank stopped (SIGSTOP, a debugger)
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Limits:
+        """From the module parameters of the same names."""
+        return cls(**{f.name: float(params[f.name]) for f in fields(cls)})
+
+
 class JobWatch:
     """State of one job across its nodes; ``feed`` agent lines, ``decide`` at any time."""
 
     def __init__(
-        self,
-        job: str,
-        nodes: Sequence[str],
-        *,
-        total_steps: int,
-        started: float,
-        stall_timeout: float,
-        startup_timeout: float,
-        lost_timeout: float,
-        failure_grace: float = 5.0,
-        stopped_timeout: float = 10.0,
+        self, job: str, nodes: Sequence[str], *, total_steps: int, started: float, limits: Limits
     ) -> None:
         self.job = job
         self.nodes = {n: NodeView(n, i) for i, n in enumerate(nodes)}
         self.master = nodes[0]
         self.total_steps = total_steps
         self.started = started
-        self.stall_timeout = stall_timeout
-        self.startup_timeout = startup_timeout
-        self.lost_timeout = lost_timeout
-        self.failure_grace = failure_grace
-        self.stopped_timeout = stopped_timeout
+        self.limits = limits
         self.first_failure_seen: float | None = None
         self.start_record: dict[str, Any] | None = None
         self.end_record: dict[str, Any] | None = None
@@ -320,7 +322,11 @@ class JobWatch:
                 v.phase in ("running", "starting") and not v.stream_error for v in self.nodes.values()
             )
             only_consequences = all(c["peer_gone"] for c in causes.values())
-            if ending and only_consequences and now - (self.first_failure_seen or now) < self.failure_grace:
+            if (
+                ending
+                and only_consequences
+                and now - (self.first_failure_seen or now) < self.limits.failure_grace
+            ):
                 return None
             first = min(
                 failed,
@@ -343,7 +349,11 @@ class JobWatch:
                     v.name,
                     v.node_rank,
                 )  # fmt: skip
-            if v.phase in ("running", "starting") and v.last_seen and now - v.last_seen > self.lost_timeout:
+            if (
+                v.phase in ("running", "starting")
+                and v.last_seen
+                and now - v.last_seen > self.limits.lost_timeout
+            ):
                 return Outcome(
                     "lost",
                     f"job {self.job}: no word from {v.name} (node rank {v.node_rank}) for "
@@ -362,7 +372,7 @@ class JobWatch:
         stopped = self._stopped_rank(now)
         if stopped is not None:
             return stopped
-        limit = self.stall_timeout if self.last_train is not None else self.startup_timeout
+        limit = self.limits.stall_timeout if self.last_train is not None else self.limits.startup_timeout
         quiet = now - self.last_progress
         if quiet > limit:
             which = "train_stall_timeout" if self.last_train is not None else "train_startup_timeout"
@@ -404,10 +414,11 @@ class JobWatch:
 
     def _stopped_rank(self, now: float) -> Outcome | None:
         """A rank visibly stopped (state T) for stopped_timeout: the job cannot move, say so early."""
+        limit = self.limits.stopped_timeout
         for v in self.nodes.values():
             for pid, since in v.stopped_since.items():
                 proc = v.procs.get(pid, {})
-                if now - since < self.stopped_timeout or proc.get("role") not in ("rank", "launcher"):
+                if now - since < limit or proc.get("role") not in ("rank", "launcher"):
                     continue
                 others = self._others((v.name, pid))
                 who = (
@@ -418,7 +429,7 @@ class JobWatch:
                 return Outcome(
                     "hung",
                     f"job {self.job} hung at {self._at()}: {who} is {STATES[str(proc.get('state'))]} for "
-                    f"{human_duration(now - since)} (train_stopped_timeout={int(self.stopped_timeout)} s)"
+                    f"{human_duration(now - since)} (train_stopped_timeout={int(limit)} s)"
                     + (f"; the others wait for it: {others}" if others else ""),
                     v.name,
                     v.node_rank,

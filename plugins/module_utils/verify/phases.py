@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import parse, plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
@@ -25,18 +26,13 @@ MODES = ("auto", "rdma", "tcp")
 POSITIVE = re.compile(r"^[1-9][0-9]*$")
 
 CHECK_SPEC: dict[str, Any] = {
-    "mode": {"type": "raw", "required": True},
-    "pattern": {"type": "raw", "required": True},
-    "directions": {"type": "raw", "required": True},
+    **required_raw("mode", "pattern", "directions"),
     "integers": {"type": "dict", "required": True},
     "thresholds": {"type": "dict", "required": True},
     "hosts": {"type": "list", "elements": "str", "required": True},
     "topology": {"type": "raw", "default": ""},
-    # verify_health, verify_health_thresholds, verify_health_severity, verify_health_sources (docs/health.md)
-    "health": {"type": "raw", "default": "fail"},
-    "health_thresholds": {"type": "raw", "default": {}},
-    "health_severity": {"type": "raw", "default": {}},
-    "health_sources": {"type": "raw", "default": {}},
+    # verify_health, verify_health_thresholds, _severity, _sources (docs/health.md)
+    **health_gate.MODE_SPEC,
 }
 
 GATE_SPEC: dict[str, Any] = {

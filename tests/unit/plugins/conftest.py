@@ -1,4 +1,4 @@
-"""The one harness that runs a module's main() in this process with arguments, as Ansible would."""
+"""The harnesses that run a module's main() or an action plugin in this process, as Ansible would."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from unittest.mock import MagicMock
 
 import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.common.text.converters import to_bytes
+from ansible.playbook.play_context import PlayContext
 
 RunModule = Callable[..., dict[str, Any]]
 
@@ -28,6 +30,23 @@ def run_module(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[st
         return json.loads(capsys.readouterr().out)
 
     return run
+
+
+def run_action(
+    plugin_class: type,
+    args: dict[str, Any],
+    *,
+    task_vars: dict[str, Any] | None = None,
+    check_mode: bool = False,
+) -> dict[str, Any]:
+    """An action plugin's result for a task with ARGS (no connection: the phases run on the controller)."""
+    task = MagicMock()
+    task.args = args
+    task.async_val = 0
+    task.check_mode = check_mode
+    plugin = plugin_class(task, MagicMock(), PlayContext(), MagicMock(), MagicMock(), MagicMock())
+    result: dict[str, Any] = plugin.run(task_vars=task_vars or {})
+    return result
 
 
 # Recorded tool outputs and trees (tests/unit/fixtures/<tool>/, each with its SOURCES.md).

@@ -162,18 +162,8 @@ def test_qwen14b_recipe_builds_a_reduced_qwen2_from_config() -> None:
 
 
 def test_glm_recipe_builds_a_reduced_glm4_moe_from_config() -> None:
-    cfg = {
-        "hidden_size": 64,
-        "intermediate_size": 128,
-        "moe_intermediate_size": 32,
-        "n_routed_experts": 4,
-        "num_experts_per_tok": 2,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 2,
-        "head_dim": 16,
-        "vocab_size": 256,
-    }
+    # the glm recipe at glm-tiny's shape (what the lab trains): the same model code at a CPU size
+    cfg = load_recipe("glm-tiny").model.config
     r = load_recipe("glm", _reduced("glm", cfg, "glm4_moe"))
     model = build_model(r)
     assert type(model.hf).__name__ == "Glm4MoeForCausalLM"

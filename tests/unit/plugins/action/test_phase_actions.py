@@ -5,12 +5,12 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from typing import Any
-from unittest.mock import MagicMock
 
 import pytest
 import yaml
 from ansible.errors import AnsibleActionFail
-from ansible.playbook.play_context import PlayContext
+
+from ..conftest import run_action
 
 ACTIONS = [
     "switch_qos_check",
@@ -32,12 +32,7 @@ ACTIONS = [
 
 def run(name: str, task_vars: dict[str, Any] | None = None, **args: Any) -> dict[str, Any]:
     module = importlib.import_module(f"ansible_collections.rdmaops.cluster.plugins.action.{name}")
-    task = MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = False
-    plugin = module.ActionModule(task, MagicMock(), PlayContext(), MagicMock(), MagicMock(), MagicMock())
-    return plugin.run(task_vars=task_vars or {})
+    return run_action(module.ActionModule, args, task_vars=task_vars)
 
 
 @pytest.mark.parametrize("name", ACTIONS)
@@ -51,10 +46,12 @@ def test_each_action_documents_the_spec_it_checks(name: str) -> None:
     documented = yaml.safe_load(doc.DOCUMENTATION)
     options = dict(documented.get("options") or {})
     for fragment in documented.get("extends_documentation_fragment") or []:
-        short = fragment.removeprefix("rdmaops.cluster.")
-        text = importlib.import_module(
+        # rdmaops.cluster.<file>[.<part>]: a part is the fragment class's attribute of that name, upper-cased
+        short, _dot, part = fragment.removeprefix("rdmaops.cluster.").partition(".")
+        fragments = importlib.import_module(
             f"ansible_collections.rdmaops.cluster.plugins.doc_fragments.{short}"
-        ).ModuleDocFragment.DOCUMENTATION
+        ).ModuleDocFragment
+        text = getattr(fragments, part.upper() or "DOCUMENTATION")
         options.update(yaml.safe_load(text).get("options") or {})
     for option in action.ARGUMENT_SPEC:
         assert option in options, f"{name}: option {option} is not documented"

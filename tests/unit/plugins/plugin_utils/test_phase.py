@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, ClassVar
-from unittest.mock import MagicMock
 
 import pytest
 from ansible.errors import AnsibleActionFail
-from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
+
+from ..conftest import run_action
 
 
 def _phase(params: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -25,12 +25,7 @@ class Example(PhaseAction):
 
 
 def run(**args: Any) -> dict[str, Any]:
-    task = MagicMock()
-    task.args = args
-    task.async_val = 0
-    task.check_mode = False
-    plugin = Example(task, MagicMock(), PlayContext(), MagicMock(), MagicMock(), MagicMock())
-    return plugin.run(task_vars={})
+    return run_action(Example, args)
 
 
 def test_returns_the_plan_when_nothing_is_wrong() -> None:

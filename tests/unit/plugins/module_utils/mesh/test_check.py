@@ -9,18 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from unittest.mock import MagicMock
 
 import pytest
 from ansible.parsing.dataloader import DataLoader
-from ansible.playbook.play_context import PlayContext
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_check import ActionModule
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import check as mc
 
-from ...conftest import FIXTURE_DIR
+from ...conftest import FIXTURE_DIR, run_action
 
 MGMT = "10.93.0.0/24"
 
@@ -244,21 +242,12 @@ def test_addresses_in_use_are_kept_when_the_list_is_reordered() -> None:
     assert again["plan"]["netplan"] == plans["node1"]["netplan"]
 
 
-def run_action(params: dict[str, Any]) -> dict[str, Any]:
-    task = MagicMock()
-    task.args = params
-    task.async_val = 0
-    task.check_mode = True
-    plugin = ActionModule(task, MagicMock(), PlayContext(), MagicMock(), MagicMock(), MagicMock())
-    return plugin.run(task_vars={})
-
-
 def test_the_action_fails_with_every_error_in_one_message() -> None:
-    out = run_action(inventory(lab_mesh(3), mtu=65000, link_prefix=32))
+    out = run_action(ActionModule, inventory(lab_mesh(3), mtu=65000, link_prefix=32), check_mode=True)
     assert out["failed"] is True and out["plan"] == {}
     assert "mesh_network_mtu '65000' must be an integer in 1280..9216" in out["msg"]
     assert "prefix 32 is too long" in out["msg"]
-    ok = run_action(inventory(lab_mesh(3)))
+    ok = run_action(ActionModule, inventory(lab_mesh(3)), check_mode=True)
     assert not ok.get("failed") and ok["plan"]["node_address"] == "10.255.0.1" and ok["changed"] is False
 
 

@@ -6,18 +6,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, ClassVar
-from unittest.mock import MagicMock
+from typing import Any
 
 import pytest
 import yaml
-from ansible.playbook.play_context import PlayContext
 
 from ansible_collections.rdmaops.cluster.plugins.action.train_check import ActionModule as CheckAction
 from ansible_collections.rdmaops.cluster.plugins.action.train_plan import ActionModule as PlanAction
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order as rank_order
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import recipe_digest
+
+from ...conftest import run_action
 
 TRAINER = str(Path(__file__).resolve().parents[5] / "files" / "trainer")
 HOSTS = ["node1", "node2", "node3"]
@@ -409,28 +409,13 @@ def test_plan_for_slurm_writes_the_batch_script_on_the_resolved_recipe() -> None
     assert f"export RDMAOPS_RECIPE_SHA256={c['recipe_sha256']}" in text
 
 
-class Runner:
-    """An action plugin run as Ansible would (arguments checked by the spec, then the phase)."""
-
-    task: ClassVar[MagicMock]
-
-    @staticmethod
-    def run(plugin_class: type, **args: Any) -> dict[str, Any]:
-        task = MagicMock()
-        task.args = args
-        task.async_val = 0
-        task.check_mode = False
-        plugin = plugin_class(task, MagicMock(), PlayContext(), MagicMock(), MagicMock(), MagicMock())
-        return plugin.run(task_vars={})
-
-
 def test_the_action_plugins_fail_with_every_error_in_one_message() -> None:
-    out = Runner.run(CheckAction, **check_args(recipe="glm", job="a b"))
+    out = run_action(CheckAction, check_args(recipe="glm", job="a b"))
     assert out["failed"] and "cluster.nodes: the recipe asks for 2 node(s)" in out["msg"]
-    c = Runner.run(CheckAction, **check_args())["plan"]
+    c = run_action(CheckAction, check_args())["plan"]
     reports = {h: report(h) for h in HOSTS}
     reports["node2"] = report("node2", venv={"path": "/opt/rdmaops/venv", "exists": False})
-    out = Runner.run(PlanAction, **plan_args(c, reports=reports))
+    out = run_action(PlanAction, plan_args(c, reports=reports))
     assert out["failed"] and out["msg"].startswith(
         "train preflight: 1 problem(s), nothing was launched: node2: no venv"
     )

@@ -31,16 +31,11 @@ DONE = {
 }
 
 
-def watch(**kw: float) -> tw.JobWatch:
-    args = {
-        "total_steps": 100,
-        "started": 1000.0,
-        "stall_timeout": 60.0,
-        "startup_timeout": 300.0,
-        "lost_timeout": 20.0,
-    }
-    args.update(kw)
-    return tw.JobWatch("tiny", ["node1", "node2", "node3"], **args)  # type: ignore[arg-type]
+def watch(*, total_steps: int = 100, **limits: float) -> tw.JobWatch:
+    limit = tw.Limits(**{"stall_timeout": 60.0, "startup_timeout": 300.0, "lost_timeout": 20.0, **limits})
+    return tw.JobWatch(
+        "tiny", ["node1", "node2", "node3"], total_steps=total_steps, started=1000.0, limits=limit
+    )
 
 
 def feed_all(w: tw.JobWatch, unit: dict, now: float, **line: object) -> None:
