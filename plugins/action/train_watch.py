@@ -110,16 +110,7 @@ class ActionModule(ActionBase):
         now = time.time()
         if outcome.status != "succeeded" and p["stop_on_failure"] and not p["unit"].startswith("slurm:"):
             result["stopped"] = self._stop_everywhere(hostvars, p)
-        result.update(
-            changed=False,
-            status=outcome.status,
-            msg=outcome.message,
-            node=outcome.node,
-            node_rank=outcome.node_rank,
-            rank=outcome.rank,
-            log_tail=outcome.log_tail,
-            job=watch.report(now),
-        )
+        result.update(changed=False, job=watch.report(now), **outcome.as_result())
         if outcome.warnings:
             result["warnings"] = list(outcome.warnings)
         if outcome.status != "succeeded":

@@ -32,11 +32,6 @@ options:
     description: The transport, C(rdma) or C(tcp).
     type: str
     required: true
-  ports:
-    description: The node's RDMA ports as rdmaops.cluster.rdma_port_info returns them.
-    type: list
-    elements: dict
-    default: []
   socket_ifname:
     description: The interface for bootstrap and socket traffic on this node.
     type: str
@@ -62,6 +57,8 @@ options:
     description: More variables, added last.
     type: dict
     default: {}
+extends_documentation_fragment:
+  - rdmaops.cluster.rdma_ports
 """
 
 EXAMPLES = r"""

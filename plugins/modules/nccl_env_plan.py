@@ -25,11 +25,6 @@ options:
     description: C(rdma) or C(tcp).
     type: raw
     required: true
-  ports:
-    description: The node's RDMA ports as rdmaops.cluster.rdma_port_info returns them.
-    type: list
-    elements: dict
-    default: []
   socket_ifname:
     description: Interface for bootstrap and socket traffic on this node.
     type: raw
@@ -79,6 +74,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.cluster.phase
   - rdmaops.cluster.nccl_sockets
+  - rdmaops.cluster.rdma_ports
 """
 
 EXAMPLES = r"""

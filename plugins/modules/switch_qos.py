@@ -339,16 +339,7 @@ def main() -> None:
     problems += inputs + timing_errors(p["confirm_timeout"], p["hold_before_confirm"], p["timeout"])
     if problems:
         module.fail_json(msg=f"{p['name']}: " + "; ".join(problems))
-    target = Target(
-        name=p["name"],
-        host=p["host"],
-        port=p["port"],
-        username=p["username"],
-        password=p["password"],
-        ssh_key=p["ssh_key"],
-        hostkey_verify=p["hostkey_verify"],
-        timeout=p["timeout"],
-    )
+    target = Target.from_params(p)
     plan = Plan(p["platform"], qos, p["interfaces"], names, ecn, p["with_defaults"])
     manual = sq.manual_steps(p["platform"], qos, p["interfaces"])
     for step in manual:

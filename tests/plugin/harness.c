@@ -67,14 +67,22 @@ void gid(const char *dev, int i, const char *value, const char *type, const char
   }
 }
 
-void verbs_tree(void) {
+void new_tree(void) {
   snprintf(tree, sizeof(tree), "/tmp/mesh-sysfs-XXXXXX");
   if (!mkdtemp(tree)) abort();
-  port_files("fake0", "Ethernet\n");
-  gid("fake0", 0, LL0, "IB/RoCE v1\n", "lo\n");
-  gid("fake0", 1, LL0, "RoCE v2\n", "lo\n");
-  gid("fake0", 2, "0000:0000:0000:0000:0000:ffff:7f00:0001\n", "IB/RoCE v1\n", "lo\n");
-  gid("fake0", 3, "0000:0000:0000:0000:0000:ffff:7f00:0001\n", "RoCE v2\n", "lo\n");
+}
+
+void roce_port(const char *dev, const char *v4_gid, const char *ndev) {
+  port_files(dev, "Ethernet\n");
+  gid(dev, 0, LL0, "IB/RoCE v1\n", ndev);
+  gid(dev, 1, LL0, "RoCE v2\n", ndev);
+  gid(dev, 2, v4_gid, "IB/RoCE v1\n", ndev);
+  gid(dev, 3, v4_gid, "RoCE v2\n", ndev);
+}
+
+void verbs_tree(void) {
+  new_tree();
+  roce_port("fake0", "0000:0000:0000:0000:0000:ffff:7f00:0001\n", "lo\n");
   setenv("NCCL_MESH_SYSFS_ROOT", tree, 1);
   setenv("NCCL_MESH_IFNAME", "lo", 1);
   setenv("NCCL_MESH_TRANSPORT", "verbs", 1);
@@ -194,4 +202,9 @@ mesh_abi_result_t init_fake_verbs(int fail) {
   fake_verbs_reset("fake0", (enum fake_fail)fail);
   mesh_verbs_use_ops(&fake_verbs_ops);
   return P->init(&ctx, 1, NULL, logger, NULL);
+}
+
+int finish(void) {
+  printf("scenarios: %d run, %d failed\n", scenarios_run, scenarios_failed);
+  return failures || scenarios_failed ? 1 : 0;
 }

@@ -21,6 +21,11 @@ extern char tree[256];
 void put_file(const char *rel, const char *content);
 void port_files(const char *dev, const char *link_layer);
 void gid(const char *dev, int i, const char *value, const char *type, const char *ndev);
+/* A new empty tree under /tmp. */
+void new_tree(void);
+/* An Ethernet (RoCE) port with one IPv4 address, as mlx5 fills its GID table: GIDs 0 and 1 the link-local
+ * LL0, 2 and 3 the IPv4-mapped V4_GID, each as RoCE v1 then v2; NDEV is the netdev file's content. */
+void roce_port(const char *dev, const char *v4_gid, const char *ndev);
 /* One RoCE port, fake0, whose RoCE v2 GID 3 holds 127.0.0.1 on lo; the verbs backend on NCCL_MESH_IFNAME=lo. */
 void verbs_tree(void);
 
@@ -43,5 +48,7 @@ mesh_abi_result_t init_fake_verbs(int fail);
 /* Runs fn in a child process; its checks count there, a failure marks the scenario failed. */
 void run_scenario(const char *name, void (*fn)(void));
 extern int scenarios_run, scenarios_failed;
+/* Prints the scenarios' count; a test binary's exit status: 1 after any failed check or scenario. */
+int finish(void);
 
 #endif

@@ -405,6 +405,5 @@ int main(void) {
   run_scenario("tcp: node address not here", scenario_node_address_not_here);
   run_scenario("bad NCCL_MESH_NODE_ADDR", scenario_node_address_bad);
   run_scenario("verbs: non-neighbour refused", scenario_verbs_refuses_non_neighbour);
-  printf("scenarios: %d run, %d failed\n", scenarios_run, scenarios_failed);
-  return failures || scenarios_failed ? 1 : 0;
+  return finish();
 }

@@ -129,13 +129,8 @@ static void test_slices(void) {
 
 /* ---------- fake sysfs trees ---------- */
 static void make_tree(void) {
-  snprintf(tree, sizeof(tree), "/tmp/mesh-sysfs-XXXXXX");
-  if (!mkdtemp(tree)) abort();
-  port_files("mlx5_0", "Ethernet\n");
-  gid("mlx5_0", 0, LL0, "IB/RoCE v1\n", "enp1s0f0\n");
-  gid("mlx5_0", 1, LL0, "RoCE v2\n", "enp1s0f0\n");
-  gid("mlx5_0", 2, "0000:0000:0000:0000:0000:ffff:c0a8:6401\n", "IB/RoCE v1\n", "enp1s0f0\n");
-  gid("mlx5_0", 3, "0000:0000:0000:0000:0000:ffff:c0a8:6401\n", "RoCE v2\n", "enp1s0f0\n");
+  new_tree();
+  roce_port("mlx5_0", "0000:0000:0000:0000:0000:ffff:c0a8:6401\n", "enp1s0f0\n");
   gid("mlx5_0", 4, ZERO, NULL, NULL); /* an empty slot: the kernel refuses to read its type */
   port_files("mlx5_1", "Ethernet\n");
   gid("mlx5_1", 0, LL0, "IB/RoCE v1\n", "enp1s0f1\n");
@@ -477,8 +472,7 @@ static void scenario_gid_forced_not_ipv4(void) {
 }
 
 static void scenario_auto_falls_back(void) {
-  snprintf(tree, sizeof(tree), "/tmp/mesh-sysfs-XXXXXX");
-  if (!mkdtemp(tree)) abort();
+  new_tree();
   setenv("NCCL_MESH_SYSFS_ROOT", tree, 1);
   setenv("NCCL_MESH_IFNAME", "lo", 1);
   fake_verbs_reset("", FAKE_OK);
@@ -519,6 +513,5 @@ int main(void) {
   run_scenario("auto without RoCE -> tcp", scenario_auto_falls_back);
   run_scenario("bad NCCL_MESH_NSOCKS", scenario_bad_env);
   run_scenario("no matching interface", scenario_no_interface);
-  printf("scenarios: %d run, %d failed\n", scenarios_run, scenarios_failed);
-  return failures || scenarios_failed ? 1 : 0;
+  return finish();
 }

@@ -26,8 +26,8 @@ import re
 import secrets
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
@@ -68,6 +68,11 @@ class Target:
     ssh_key: str | None = None
     hostkey_verify: bool = True
     timeout: int = 30
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, Any]) -> Target:
+        """From switch_qos's options of the same names."""
+        return cls(**{f.name: params[f.name] for f in fields(cls)})
 
 
 @dataclass

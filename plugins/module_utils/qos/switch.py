@@ -390,6 +390,18 @@ def _path(parent: ET.Element, ns: str, path: str, text: Any = None, **attrs: str
 _REPLACE = {_q(NC, "operation"): "replace"}
 
 
+def _nx_policy_map(parent: ET.Element, name: str, rep: dict[str, str]) -> ET.Element:
+    """NX-OS: the policy map NAME (PMapInst) under dflt-items (qos), nw-items (network-qos), queuing-items."""
+    pmap = _path(parent, NX, "p-items/name-items/PMapInst-list", **rep)
+    _sub(pmap, NX, "name", name)
+    return pmap
+
+
+def _nx_system_policy(parent: ET.Element, direction: str, name: str, rep: dict[str, str]) -> None:
+    """NX-OS: `system qos` `service-policy type network-qos|queuing input|output NAME` (DIRECTION in|out)."""
+    _path(_path(parent, NX, f"policy-items/{direction}-items/sys-items/pmap-items", **rep), NX, "name", name)
+
+
 def edit_config(platform: str, qos: dict[str, Any], interfaces: list[str], names: Names, ecn: Ecn) -> str:
     """The <config> payload of edit-config that makes running hold exactly the intended lines."""
     config = ET.Element(_q(NC, "config"))
@@ -477,8 +489,7 @@ def data_tree(
         _sub(cmap, NX, "name", cm_name)
         _sub(cmap, NX, "matchType", "match-all")
         _path(cmap, NX, "dscp-items/Dscp-list/val", dscp)
-    pmap = _path(dflt, NX, "p-items/name-items/PMapInst-list", **rep)
-    _sub(pmap, NX, "name", names.input_policy)
+    pmap = _nx_policy_map(dflt, names.input_policy, rep)
     classes = _sub(pmap, NX, "cmap-items")
     for cm_name, value in ((names.class_map, group), (names.cnp_class_map, cnp_group)):
         mc = _sub(classes, NX, "MatchCMap-list")
@@ -490,8 +501,7 @@ def data_tree(
         _sub(entry, NX, "name", interface_parts(platform, name)[1])
         _path(entry, NX, "pmap-items/name", names.input_policy)
     nw = _sub(ipqos, NX, "nw-items")
-    pmap = _path(nw, NX, "p-items/name-items/PMapInst-list", **rep)
-    _sub(pmap, NX, "name", names.network_qos_policy)
+    pmap = _nx_policy_map(nw, names.network_qos_policy, rep)
     classes = _sub(pmap, NX, "cmap-items")
     mc = _sub(classes, NX, "MatchCMap-list")
     _sub(mc, NX, "name", nx_class("nq", group))
@@ -500,15 +510,9 @@ def data_tree(
     mc = _sub(classes, NX, "MatchCMap-list")
     _sub(mc, NX, "name", nx_class("nq", 0))
     _path(mc, NX, "mtu-items/value", qos["mtu"])
-    _path(
-        _path(nw, NX, "policy-items/in-items/sys-items/pmap-items", **rep),
-        NX,
-        "name",
-        names.network_qos_policy,
-    )
+    _nx_system_policy(nw, "in", names.network_qos_policy, rep)
     queuing = _sub(ipqos, NX, "queuing-items")
-    pmap = _path(queuing, NX, "p-items/name-items/PMapInst-list", **rep)
-    _sub(pmap, NX, "name", names.output_policy)
+    pmap = _nx_policy_map(queuing, names.output_policy, rep)
     classes = _sub(pmap, NX, "cmap-items")
     for g, actions in _queues(qos):
         mc = _sub(classes, NX, "MatchCMap-list")
@@ -527,12 +531,7 @@ def data_tree(
                 ("ecn", "true"),
             ):
                 _sub(rd, NX, tag, value)
-    _path(
-        _path(queuing, NX, "policy-items/out-items/sys-items/pmap-items", **rep),
-        NX,
-        "name",
-        names.output_policy,
-    )
+    _nx_system_policy(queuing, "out", names.output_policy, rep)
     phys = _path(system, NX, "intf-items/phys-items")
     for name in interfaces:
         entry = _sub(phys, NX, "PhysIf-list")

@@ -11,7 +11,7 @@ import getpass
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 # torchrun's failure summary: "rank      : 1 (local_rank: 0)", "exitcode  : -9 (pid: 123)", and for a
@@ -148,6 +148,13 @@ class Outcome:
     rank: int | None = None
     log_tail: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+
+    def as_result(self) -> dict[str, Any]:
+        """train_watch's result keys: the message as msg; the warnings go to Ansible's own list."""
+        out = asdict(self)
+        out["msg"] = out.pop("message")
+        del out["warnings"]
+        return out
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -51,3 +54,39 @@ def run_action(
 
 # Recorded tool outputs and trees (tests/unit/fixtures/<tool>/, each with its SOURCES.md).
 FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
+
+# The repository root: its ansible.cfg finds the collection through .collections (no install).
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def ad_hoc(module: str, args: str, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`ansible localhost -c local -m MODULE -a ARGS EXTRA...`, the repository's ansible.cfg, ENV on top."""
+    return subprocess.run(
+        [
+            str(Path(sys.executable).with_name("ansible")),
+            "localhost",
+            "-i",
+            "localhost,",
+            "-c",
+            "local",
+            "-e",
+            f"ansible_python_interpreter={sys.executable}",
+            "-m",
+            module,
+            "-a",
+            args,
+            *extra,
+        ],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+            "ANSIBLE_LOCALHOST_WARNING": "False",
+            "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )

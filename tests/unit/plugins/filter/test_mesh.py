@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdmaops.cluster.plugins.filter.mesh import FilterModule
 
-ROOT = Path(__file__).resolve().parents[4]
+from ..conftest import ROOT, ad_hoc
+
 FILTERS = FilterModule().filters()
 
 
@@ -98,29 +95,8 @@ def test_pool_and_mtu_arguments_are_required() -> None:
 
 def test_filter_resolves_through_ansible() -> None:
     """The FQCN resolves from the repo root with the committed ansible.cfg (no collection install)."""
-    env = {**os.environ, "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_LOCALHOST_WARNING": "False"}
     expr = "{{ ['n1','n2','n3','n4'] | rdmaops.cluster.mesh_links('192.168.100.0/22', 30) | to_json }}"
-    proc = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("ansible")),
-            "localhost",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-m",
-            "ansible.builtin.debug",
-            "-a",
-            f"msg={expr}",
-            "-o",
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    proc = ad_hoc("ansible.builtin.debug", f"msg={expr}", "-o")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     payload = proc.stdout.split("=>", 1)[1]
     msg = json.loads(payload)["msg"]

@@ -4,46 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[4]
+from ..conftest import ad_hoc
 
 
 def run_module(args: dict[str, object], *extra: str, path_prefix: str = "") -> dict[str, object]:
-    env = {
-        **os.environ,
-        "PATH": f"{path_prefix}:{os.environ['PATH']}" if path_prefix else os.environ["PATH"],
-        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
-        "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
-        "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
-        "ANSIBLE_LOCALHOST_WARNING": "False",
-        "ANSIBLE_INVENTORY_UNPARSED_WARNING": "False",
-    }
-    proc = subprocess.run(
-        [
-            str(Path(sys.executable).with_name("ansible")),
-            "localhost",
-            "-i",
-            "localhost,",
-            "-c",
-            "local",
-            "-e",
-            f"ansible_python_interpreter={sys.executable}",
-            "-m",
-            "rdmaops.cluster.netplan_apply",
-            "-a",
-            json.dumps(args),
-            *extra,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    path = f"{path_prefix}:{os.environ['PATH']}" if path_prefix else os.environ["PATH"]
+    callback = {"ANSIBLE_LOAD_CALLBACK_PLUGINS": "1", "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json"}
+    proc = ad_hoc("rdmaops.cluster.netplan_apply", json.dumps(args), *extra, PATH=path, **callback)
     return dict(json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"])
 
 

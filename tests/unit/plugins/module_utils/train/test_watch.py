@@ -563,3 +563,23 @@ def test_the_log_tail_starts_at_this_launch(tmp_path: Path) -> None:
     ]
     log.write_text("".join(f"line {i}\n" for i in range(100)))  # the marker scrolled out: the last lines
     assert ta.run_tail(str(log), 3) == ["line 97", "line 98", "line 99"]
+
+
+def test_the_outcome_is_the_task_result_and_the_limits_come_from_the_options() -> None:
+    out = tw.Outcome("failed", "job tiny failed", "node2", 1, 1, ["Traceback"], ["a warning"])
+    assert out.as_result() == {
+        "status": "failed",
+        "msg": "job tiny failed",
+        "node": "node2",
+        "node_rank": 1,
+        "rank": 1,
+        "log_tail": ["Traceback"],
+    }
+    options = {
+        "stall_timeout": 120,
+        "startup_timeout": 900,
+        "lost_timeout": 30,
+        "failure_grace": 5,
+        "stopped_timeout": 10,
+    }
+    assert tw.Limits.from_params({**options, "job": "tiny"}) == tw.Limits(120.0, 900.0, 30.0, 5.0, 10.0)

@@ -83,47 +83,43 @@ def test_bad_parameters(over: dict, role: str, match: str) -> None:
         bw.build_command(params(**over), role)
 
 
-def test_thresholds_name_pair_number_and_expectation() -> None:
-    failures = bw.evaluate(
-        {"gbps": 3.2, "latency_us": None},
-        label="node1 -> node2",
-        line_rate_gbps=10,
-        min_fraction_of_line_rate=0.8,
-        min_gbps=5,
-        max_latency_us=None,
+@pytest.mark.parametrize(
+    ("measured", "limits", "expected"),
+    [
+        # below both the line-rate fraction and the floor: each named with pair, number and expectation
+        (
+            (3.2, None),
+            (10, 0.8, 5, None),
+            [
+                "a -> b: 3.20 Gb/s measured, expected at least 8.00 Gb/s (0.8 x line rate 10 Gb/s)",
+                "a -> b: 3.20 Gb/s measured, expected at least 5 Gb/s",
+            ],
+        ),
+        ((9.4, None), (10, 0.8, 5, None), []),
+        ((None, 4.83), (None, None, None, 3), ["a -> b: 4.83 us typical latency, expected at most 3 us"]),
+        (
+            (1.0, None),
+            (None, 0.5, None, None),
+            ["a -> b: min_fraction_of_line_rate is set but the line rate is unknown"],
+        ),
+    ],
+)
+def test_thresholds_name_pair_number_and_expectation(
+    measured: tuple[float | None, float | None], limits: tuple[float | None, ...], expected: list[str]
+) -> None:
+    line_rate, fraction, floor, max_latency = limits
+    result = {"gbps": measured[0], "latency_us": measured[1]}
+    assert (
+        bw.evaluate(
+            result,
+            label="a -> b",
+            line_rate_gbps=line_rate,
+            min_fraction_of_line_rate=fraction,
+            min_gbps=floor,
+            max_latency_us=max_latency,
+        )
+        == expected
     )
-    assert failures == [
-        "node1 -> node2: 3.20 Gb/s measured, expected at least 8.00 Gb/s (0.8 x line rate 10 Gb/s)",
-        "node1 -> node2: 3.20 Gb/s measured, expected at least 5 Gb/s",
-    ]
-    ok = bw.evaluate(
-        {"gbps": 9.4, "latency_us": None},
-        label="a",
-        line_rate_gbps=10,
-        min_fraction_of_line_rate=0.8,
-        min_gbps=5,
-        max_latency_us=None,
-    )
-    assert ok == []
-
-
-def test_latency_threshold_and_unknown_line_rate() -> None:
-    assert bw.evaluate(
-        {"gbps": None, "latency_us": 4.83},
-        label="a -> b",
-        line_rate_gbps=None,
-        min_fraction_of_line_rate=None,
-        min_gbps=None,
-        max_latency_us=3,
-    ) == ["a -> b: 4.83 us typical latency, expected at most 3 us"]
-    assert bw.evaluate(
-        {"gbps": 1.0, "latency_us": None},
-        label="a -> b",
-        line_rate_gbps=None,
-        min_fraction_of_line_rate=0.5,
-        min_gbps=None,
-        max_latency_us=None,
-    ) == ["a -> b: min_fraction_of_line_rate is set but the line rate is unknown"]
 
 
 def test_interface_speed(tmp_path: Path) -> None:
