@@ -52,11 +52,10 @@ def run_action(
     return result
 
 
-# Recorded tool outputs and trees (tests/unit/fixtures/<tool>/, each with its SOURCES.md).
-FIXTURE_DIR = Path(__file__).resolve().parents[1] / "fixtures"
-
 # The repository root: its ansible.cfg finds the collection through .collections (no install).
 ROOT = Path(__file__).resolve().parents[3]
+# Recorded tool outputs and trees (tests/unit/fixtures/<tool>/, each with its SOURCES.md).
+FIXTURE_DIR = ROOT / "tests" / "unit" / "fixtures"
 
 
 def ad_hoc(module: str, args: str, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:

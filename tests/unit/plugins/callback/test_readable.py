@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ansible_collections.rdmaops.cluster.plugins.callback import readable
 
-REPO = Path(__file__).resolve().parents[4]
+from ..conftest import ROOT as REPO
 
 
 def test_an_argument_spec_failure_is_one_line() -> None:

@@ -10,7 +10,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdmaops.cluster.plugins.filter.stamps import FilterModule
 
-ROOT = Path(__file__).resolve().parents[4]
+from ..conftest import ROOT
+
 FILTERS = FilterModule().filters()
 digest = FILTERS["tree_digest"]
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 import ast
 import importlib
 import types
-from pathlib import Path
 
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
-from ..conftest import RunModule
+from ..conftest import ROOT, RunModule
 
-PLUGINS = Path(__file__).resolve().parents[4] / "plugins"
+PLUGINS = ROOT / "plugins"
 ACTION_BACKED = sorted(
     p.stem for p in (PLUGINS / "action").glob("*.py") if (PLUGINS / "modules" / p.name).exists()
 )

@@ -13,9 +13,10 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.health import cli
 
+from ...conftest import ROOT
 from .conftest import HEALTH, SMI_XML, edit_gpu
 
-SCRIPT = Path(__file__).resolve().parents[5] / "files" / "health" / "rdmaops-health"
+SCRIPT = ROOT / "files" / "health" / "rdmaops-health"
 
 # What `scontrol -o show node` prints, in the field order of Slurm's src/api/node_info.c.
 SHOW = (

@@ -12,9 +12,10 @@ import pytest
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import phase
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import plan as lab_plan
 
-ROOT = Path(__file__).resolve().parents[5]
+from ...conftest import FIXTURE_DIR
+
 # `ip -j addr show` on a lab node (mgmt0 10.96.0.11/24): the host of another instance sees such addresses
-NODE_ADDRESSES = json.loads((ROOT / "tests/unit/fixtures/iproute2/ip_addr_node1_mesh.json").read_text())
+NODE_ADDRESSES = json.loads((FIXTURE_DIR / "iproute2/ip_addr_node1_mesh.json").read_text())
 
 
 def _check(**over: Any) -> dict[str, Any]:

@@ -7,7 +7,6 @@ node prints: ifname, address, addr_info with family and local), as tasks/interfa
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +17,7 @@ from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_check impor
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import check as mc
 
-from ...conftest import FIXTURE_DIR, run_action
+from ...conftest import FIXTURE_DIR, ROOT, run_action
 
 MGMT = "10.93.0.0/24"
 
@@ -256,9 +255,7 @@ FIXTURES = FIXTURE_DIR / "iproute2"
 
 def render(host: str, plan: dict[str, Any]) -> str:
     """The role's templates/netplan.yaml.j2, rendered by Ansible's own templar."""
-    source = (
-        Path(__file__).resolve().parents[5] / "roles/mesh_network/templates/netplan.yaml.j2"
-    ).read_text()
+    source = (ROOT / "roles/mesh_network/templates/netplan.yaml.j2").read_text()
     templar = Templar(
         loader=DataLoader(),
         variables={

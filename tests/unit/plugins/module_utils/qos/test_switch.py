@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 import yaml
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as rq
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
+
+from ...conftest import ROOT
 
 QOS = rq.settings({})
 NAMES, ECN = sq.Names(), sq.Ecn()
@@ -24,7 +25,7 @@ def _tree(platform: str, ports: list[str], qos: dict[str, object] | None = None)
 
 def test_roce_qos_defaults_and_one_check() -> None:
     # the defaults are the ones docs/switch_qos.md gives an operator to copy
-    doc = (Path(__file__).resolve().parents[5] / "docs" / "switch_qos.md").read_text()
+    doc = (ROOT / "docs" / "switch_qos.md").read_text()
     block = doc.split("```yaml\n", 1)[1].split("```", 1)[0]
     defaults = rq.settings(None)
     assert defaults == yaml.safe_load(block)["roce_qos"]

@@ -19,7 +19,8 @@ import pytest
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as rq
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
 
-ROOT = Path(__file__).resolve().parents[5]
+from ...conftest import ROOT
+
 # ../shared beside the checkout, or two levels up for a git worktree kept in a folder of worktrees.
 SHARED = next(
     (p / "shared" / "yang" for p in (ROOT.parent, ROOT.parent.parent) if (p / "shared" / "yang").is_dir()),

@@ -17,9 +17,9 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import recipe_digest
 
-from ...conftest import run_action
+from ...conftest import ROOT, run_action
 
-TRAINER = str(Path(__file__).resolve().parents[5] / "files" / "trainer")
+TRAINER = str(ROOT / "files" / "trainer")
 HOSTS = ["node1", "node2", "node3"]
 
 

@@ -16,7 +16,8 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe impor
     resolve,
 )
 
-REPO = Path(__file__).resolve().parents[5]
+from ...conftest import ROOT as REPO
+
 TRAINER = str(REPO / "files" / "trainer")
 RECIPES = sorted(p.stem for p in (REPO / "files/trainer/rdmaops_trainer/recipes").glob("*.yaml"))
 

@@ -11,10 +11,10 @@ import yaml
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import phases
 
-from ...conftest import FIXTURE_DIR as FIXTURES
+from ...conftest import ROOT
 
 # The mesh_network role's own defaults, passed explicitly as the role does.
-ROLE_DEFAULTS = yaml.safe_load((FIXTURES.parents[2] / "roles/mesh_network/defaults/main.yml").read_text())
+ROLE_DEFAULTS = yaml.safe_load((ROOT / "roles/mesh_network/defaults/main.yml").read_text())
 POOLS: dict[str, Any] = {
     key: ROLE_DEFAULTS[f"mesh_network_{key}"]
     for key in ("link_pool", "link_prefix", "node_pool", "fabric_subnet", "nodeaddr_ifname")
