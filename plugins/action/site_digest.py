@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.site import stamp
+from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import task_args
 
 
 class ActionModule(ActionBase):
@@ -20,10 +20,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        validated = ArgumentSpecValidator(stamp.DIGEST_ARGUMENT_SPEC).validate(self._task.args)
-        if validated.error_messages:
-            raise AnsibleActionFail(f"site_digest: {'; '.join(validated.error_messages)}")
-        p = validated.validated_parameters
+        p = task_args("site_digest", stamp.DIGEST_ARGUMENT_SPEC, self._task.args)
         hostvars = (task_vars or {}).get("hostvars", {})
         raw_get = getattr(hostvars, "raw_get", None)
         variables: dict[str, Mapping[str, Any]] = {}

@@ -12,7 +12,6 @@ import time
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -24,6 +23,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import
     agent_argv,
     stop_argv,
 )
+from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import task_args
 
 display = Display()
 
@@ -34,10 +34,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        validated = ArgumentSpecValidator(ARGUMENT_SPEC).validate(self._task.args)
-        if validated.error_messages:
-            raise AnsibleActionFail(f"train_watch: {'; '.join(validated.error_messages)}")
-        p = validated.validated_parameters
+        p = task_args("train_watch", ARGUMENT_SPEC, self._task.args)
         if self._play_context.check_mode:
             result.update(changed=False, skipped=True, msg="check mode: nothing was launched to watch")
             return result

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 class ModuleDocFragment:
     # The node's RDMA ports as input: the nccl_env filter and the nccl_env role's plan phase (nccl_env_plan)
-    # compute the environment from the same list, with one function (module_utils/nccl/env.py).
+    # compute the environment from the same list, with one function (module_utils/nccl/env.py). hca and
+    # gid_index are described here only: each plugin states their types (the plan phase takes them raw).
     DOCUMENTATION = r"""
 options:
   ports:
@@ -12,4 +13,8 @@ options:
     type: list
     elements: dict
     default: []
+  hca:
+    description: Explicit device names (or C(device:port)) instead of the discovered ACTIVE ports.
+  gid_index:
+    description: Explicit GID index instead of the discovered one.
 """

@@ -45,14 +45,8 @@ options:
       (the role passes C(nccl_env_gdr_level)).
     type: str
     required: true
-  hca:
-    description: Explicit device names (or C(device:port)) instead of the discovered ACTIVE ports.
-    type: list
-    elements: str
-    default: []
-  gid_index:
-    description: Explicit GID index instead of the discovered one.
-    type: int
+  hca: {type: list, elements: str, default: []}
+  gid_index: {type: int}
   extra:
     description: More variables, added last.
     type: dict

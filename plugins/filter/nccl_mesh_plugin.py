@@ -31,35 +31,15 @@ options:
       unknown.
     type: raw
     required: true
-  force:
-    description: Use the plugin even when NCCL has the built-in routing.
-    type: bool
-    required: true
-  transport:
-    description: C(rdma) or C(tcp).
-    type: str
-    required: true
-  ifname:
-    description: C(NCCL_MESH_IFNAME), the plugin's interface filter; empty leaves it unset.
-    type: str
-    default: ""
-  gid_index:
-    description: C(NCCL_MESH_GID_INDEX); none for automatic.
-    type: int
-  nsocks:
-    description: C(NCCL_MESH_NSOCKS), sockets per TCP connection.
-    type: int
-    default: 4
-  debug:
-    description: C(NCCL_MESH_DEBUG), 0..2.
-    type: int
-    default: 0
-  cabling:
-    description: The cabling summary of rdmaops.cluster.mesh_network (its fact C(mesh_network_cabling)) -
-      shape, link prefix, cables per pair, nodes without a cable between them, device-index problems; it
-      decides whether NCCL's built-in routing can carry the cabling, and adds C(NCCL_ALGO=Ring) where nodes
-      lack cables.
-    type: dict
+  force: {type: bool, required: true}
+  transport: {type: str, required: true}
+  ifname: {type: str, default: ""}
+  gid_index: {type: int}
+  nsocks: {type: int, default: 4}
+  debug: {type: int, default: 0}
+  cabling: {type: dict}
+extends_documentation_fragment:
+  - rdmaops.cluster.nccl_mesh_plugin
 """
 
 EXAMPLES = r"""

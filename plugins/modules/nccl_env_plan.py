@@ -36,14 +36,8 @@ options:
     description: C(NCCL_NET_GDR_LEVEL) (LOC, PIX, PXB, PHB, SYS), empty to leave NCCL's default.
     type: raw
     default: ""
-  hca:
-    description: Explicit device names (or C(device:port)) instead of the discovered ACTIVE ports.
-    type: list
-    elements: raw
-    default: []
-  gid_index:
-    description: Explicit GID index instead of the discovered one.
-    type: raw
+  hca: {type: list, elements: raw, default: []}
+  gid_index: {type: raw}
   net:
     description: Variables of the per-peer network choice (rdmaops.cluster.nccl_mesh_plugin's), before
       O(extra).

@@ -24,41 +24,20 @@ options:
     description: NCCL version of the venv's torch (C(2.28.9)); empty when unknown.
     type: raw
     default: ""
-  force:
-    description: Use the plugin even when NCCL has the built-in routing.
-    type: bool
-    default: false
-  transport:
-    description: C(rdma) (the plugin's verbs backend) or C(tcp).
-    type: raw
-    required: true
-  ifname:
-    description: C(NCCL_MESH_IFNAME), the plugin's interface filter; empty leaves it unset.
-    type: raw
-    default: ""
-  gid_index:
-    description: C(NCCL_MESH_GID_INDEX); none for automatic.
-    type: raw
-  nsocks:
-    description: C(NCCL_MESH_NSOCKS), sockets per TCP connection (1..16).
-    type: raw
-    required: true
-  debug:
-    description: C(NCCL_MESH_DEBUG), 0..2.
-    type: raw
-    required: true
+  force: {type: bool, default: false}
+  transport: {type: raw, required: true}
+  ifname: {type: raw, default: ""}
+  gid_index: {type: raw}
+  nsocks: {type: raw, required: true}
+  debug: {type: raw, required: true}
   prefix:
     description: Build and install directory (absolute, not C(/)).
     type: raw
     required: true
-  cabling:
-    description: The cabling rdmaops.cluster.mesh_network planned (its fact C(mesh_network_cabling)) - whether
-      NCCL's built-in routing can carry it, and C(NCCL_ALGO=Ring) where nodes lack a cable between them; empty
-      for a full mesh.
-    type: dict
-    default: {}
+  cabling: {type: dict, default: {}}
 extends_documentation_fragment:
   - rdmaops.cluster.phase
+  - rdmaops.cluster.nccl_mesh_plugin
 """
 
 EXAMPLES = r"""

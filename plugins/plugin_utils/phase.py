@@ -20,6 +20,15 @@ from ansible.plugins.action import ActionBase
 Phase = Callable[[Mapping[str, Any]], Mapping[str, Any]]
 
 
+def task_args(name: str, spec: Mapping[str, Any], args: Mapping[str, Any]) -> dict[str, Any]:
+    """An action plugin's arguments checked against its module's spec (what ansible-doc shows), defaults in;
+    a bad one fails the task, named, before anything runs."""
+    validated = ArgumentSpecValidator(dict(spec)).validate(dict(args))
+    if validated.error_messages:
+        raise AnsibleActionFail(f"{name}: {'; '.join(validated.error_messages)}")
+    return dict(validated.validated_parameters)
+
+
 def unique(errors: list[str]) -> list[str]:
     """The errors in their first order, each once (several checks may find the same bad value)."""
     return list(dict.fromkeys(str(e) for e in errors))
@@ -36,10 +45,7 @@ class PhaseAction(ActionBase):
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        validated = ArgumentSpecValidator(dict(self.ARGUMENT_SPEC)).validate(self._task.args)
-        if validated.error_messages:
-            raise AnsibleActionFail(f"{self.NAME}: {'; '.join(validated.error_messages)}")
-        out = type(self).PHASE(validated.validated_parameters)
+        out = type(self).PHASE(task_args(self.NAME, self.ARGUMENT_SPEC, self._task.args))
         errors = unique(list(out.get("errors", [])))
         result.update(changed=False, errors=errors, plan=out.get("plan", {}))
         if errors:

@@ -28,7 +28,7 @@ class StampError(ValueError):
     """A bad input, named."""
 
 
-def _entries(tree: Iterable[Any]) -> list[tuple[str, Path]]:
+def entries(tree: Iterable[Any]) -> list[tuple[str, Path]]:
     """(name on the node, file on the controller) for every file of ``tree``.
 
     An entry is a path (its name is its basename) or a mapping of community.general.filetree's
@@ -55,7 +55,7 @@ def _entries(tree: Iterable[Any]) -> list[tuple[str, Path]]:
 def tree_digest(tree: Iterable[Any]) -> str:
     """sha256 of the sorted (name, content) pairs: any rename, addition, removal or edit changes it."""
     h = hashlib.sha256()
-    for name, src in _entries(tree):
+    for name, src in entries(tree):
         try:
             data = src.read_bytes()
         except OSError as exc:

@@ -188,9 +188,11 @@ def _rounded_as(value: float, shown: str) -> Decimal:
 def test_figure_follows_from_its_raw_output(fig: dict[str, Any]) -> None:
     shown = numbers(fig["value"])
     if fig["derive"]["op"] == "quote":
-        # lab figures: the line of the doc (at results_commit) that recorded them, holding every number shown
+        # lab figures: the line of the doc (at results_commit, or the figure's own commit) that recorded them,
+        # holding every number shown
         for src in fig["derive"]["from"]:
-            assert src["quote"] in raw_file(src["file"]), f"quote not in {src['file']}: {src['quote']}"
+            text = raw_file(src["file"], fig["derive"].get("commit", ""))
+            assert src["quote"] in text, f"quote not in {src['file']}: {src['quote']}"
             assert all(n in numbers(src["quote"]) for n in shown), f"{fig['value']} not in {src['quote']!r}"
         return
     got = derived(fig)
