@@ -39,7 +39,7 @@ class ActionModule(ActionBase):
             # a missing or unreadable stamp: the node has no copy this run can trust
             old = "" if read.get("failed") else base64.b64decode(read["content"]).decode(errors="replace")
             before = source_tree.stamp_digest(old)
-            names = [name for name, _ in found]
+            names = [entry[0] for entry in found]
             result.update(changed=before != digest, dest=p["dest"], digest=digest, stamp=before, files=names)
             if before == digest:
                 return result

@@ -50,7 +50,7 @@ def plan(files: Iterable[Any], stamp: str) -> tuple[str, list[tuple[str, str]]]:
     if not found:
         raise StampError("source_tree: no files to copy")
     _name(stamp)
-    for name, _ in found:
+    for name, _src in found:
         if _name(name) == PurePosixPath(stamp):
             raise StampError(f"source_tree: {name!r} is the stamp's own name")
     return tree_digest(tree), found
@@ -88,7 +88,7 @@ def archive(found: list[tuple[str, str]], stamp_body: str, stamp: str, now: floa
     now = time.time() if now is None else now
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        dirs = sorted({str(p) for name, _ in found for p in _name(name).parents if str(p) != "."})
+        dirs = sorted({str(p) for name, _src in found for p in _name(name).parents if str(p) != "."})
         for d in dirs:
             tar.addfile(_info(d, tarfile.DIRTYPE, 0o755, 0, now))
         for name, src in found:
