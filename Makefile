@@ -125,8 +125,8 @@ plugin-test: deps
 	$(MAKE) -C tests/plugin
 
 # Beside the checks that need no lab (CPU-bound, none of them timed): the ring scenario on its own lab
-# (molring), then the default lab built and converged, then sanity and build-check (that side is the shorter
-# one by about their time). On a fresh machine much of the lab side waits on downloads (base image,
+# (molring), then the default lab built and converged, then sanity and build-check, so that both sides end
+# together (both are CPU-bound). On a fresh machine much of the lab side waits on downloads (base image,
 # wheelhouse, packages). Then the default scenario's verify alone: its cases are timed. docs/lab.md, "How make
 # test runs", has the times.
 LAB_OUT ?= /tmp/rdmaops-molecule-beside.out
