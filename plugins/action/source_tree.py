@@ -70,7 +70,5 @@ class ActionModule(ActionBase):
             if out.get("failed"):
                 return {**result, "failed": True, "msg": f"source_tree: {out.get('msg')}"}
             return result
-        except StampError as exc:
-            raise AnsibleActionFail(str(exc)) from exc
         finally:
             self._remove_tmp_path(shell.tmpdir)

@@ -52,16 +52,29 @@ def entries(tree: Iterable[Any]) -> list[tuple[str, Path]]:
     return sorted(out.items())
 
 
-def tree_digest(tree: Iterable[Any]) -> str:
-    """sha256 of the sorted (name, content) pairs: any rename, addition, removal or edit changes it."""
-    h = hashlib.sha256()
+def read_tree(tree: Iterable[Any], what: str = "tree_digest") -> list[tuple[str, bytes]]:
+    """(name on the node, content) of every file of ``tree``, sorted by name; raises StampError naming a file
+    that cannot be read."""
+    out = []
     for name, src in entries(tree):
         try:
-            data = src.read_bytes()
+            out.append((name, src.read_bytes()))
         except OSError as exc:
-            raise StampError(f"tree_digest: cannot read {src}: {exc.strerror}") from exc
+            raise StampError(f"{what}: cannot read {src}: {exc.strerror}") from exc
+    return out
+
+
+def content_digest(files: Iterable[tuple[str, bytes]]) -> str:
+    """sha256 of the sorted (name, content) pairs: any rename, addition, removal or edit changes it."""
+    h = hashlib.sha256()
+    for name, data in files:
         h.update(name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
     return h.hexdigest()
+
+
+def tree_digest(tree: Iterable[Any]) -> str:
+    """content_digest of the files of ``tree`` as they are on the controller now."""
+    return content_digest(read_tree(tree))
 
 
 def normalize_name(name: str) -> str:

@@ -22,8 +22,8 @@ from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.site.digests import (
     StampError,
-    entries,
-    tree_digest,
+    content_digest,
+    read_tree,
 )
 
 ARGUMENT_SPEC: dict[str, Any] = {
@@ -42,37 +42,27 @@ def _name(name: str) -> PurePosixPath:
     return path
 
 
-def plan(files: Iterable[Any], stamp: str) -> tuple[str, list[tuple[str, str]]]:
-    """(digest, [(name on the node, file on the controller)]), names sorted; raises StampError naming a bad
-    entry (two files of one name, an unreadable file, a path that climbs out of the destination)."""
-    tree = list(files)
-    found = [(name, str(src)) for name, src in entries(tree)]
+def plan(files: Iterable[Any], stamp: str) -> tuple[str, list[tuple[str, bytes]]]:
+    """(digest, [(name on the node, content)]), names sorted, each file read once; raises StampError naming a
+    bad entry (two files of one name, an unreadable file, a path that climbs out of the destination)."""
+    found = read_tree(files, "source_tree")
     if not found:
         raise StampError("source_tree: no files to copy")
     _name(stamp)
-    for name, _src in found:
+    for name, _data in found:
         if _name(name) == PurePosixPath(stamp):
             raise StampError(f"source_tree: {name!r} is the stamp's own name")
-    return tree_digest(tree), found
+    return content_digest(found), found
 
 
-def _read(src: str) -> bytes:
-    try:
-        with open(src, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise StampError(f"source_tree: cannot read {src}: {exc.strerror}") from exc
-
-
-def stamp_text(digest: str, found: list[tuple[str, str]]) -> str:
+def stamp_text(digest: str, found: list[tuple[str, bytes]]) -> str:
     """The stamp's content: the digest, then each file's sha256 and name (sha256sum's format)."""
-    sums = (f"{hashlib.sha256(_read(src)).hexdigest()}  {name}\n" for name, src in found)
-    return f"{digest}\n" + "".join(sums)
+    return f"{digest}\n" + "".join(f"{hashlib.sha256(data).hexdigest()}  {name}\n" for name, data in found)
 
 
 def stamp_digest(text: str) -> str:
     """The digest a stamp holds (its first line; a stamp of an older copy holds only that)."""
-    return text.strip().split("\n", 1)[0].strip() if text.strip() else ""
+    return next(iter(text.split()), "")
 
 
 def _info(name: str, kind: bytes, mode: int, size: int, now: float) -> tarfile.TarInfo:
@@ -83,16 +73,15 @@ def _info(name: str, kind: bytes, mode: int, size: int, now: float) -> tarfile.T
     return info
 
 
-def archive(found: list[tuple[str, str]], stamp_body: str, stamp: str, now: float | None = None) -> bytes:
+def archive(found: list[tuple[str, bytes]], stamp_body: str, stamp: str, now: float | None = None) -> bytes:
     """An uncompressed tar of ``found``: parent directories first, then the files, then the stamp."""
     now = time.time() if now is None else now
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        dirs = sorted({str(p) for name, _src in found for p in _name(name).parents if str(p) != "."})
+        dirs = sorted({str(p) for name, _data in found for p in _name(name).parents if str(p) != "."})
         for d in dirs:
             tar.addfile(_info(d, tarfile.DIRTYPE, 0o755, 0, now))
-        for name, src in found:
-            data = _read(src)
+        for name, data in found:
             tar.addfile(_info(name, tarfile.REGTYPE, 0o644, len(data), now), io.BytesIO(data))
         body = stamp_body.encode()
         tar.addfile(_info(stamp, tarfile.REGTYPE, 0o644, len(body), now), io.BytesIO(body))

@@ -32,7 +32,7 @@ def test_the_tar_holds_directories_then_files_then_the_stamp(tmp_path: Path) -> 
     assert digest == tree_digest(tree)
     assert [name for name, _src in found] == ["pkg/__init__.py", "pkg/sub/mod.py", "pyproject.toml"]
     body = st.stamp_text(digest, found)
-    sums = {name: hashlib.sha256(Path(src).read_bytes()).hexdigest() for name, src in found}
+    sums = {name: hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() for name, _src in found}
     assert body.splitlines() == [digest] + [f"{sums[name]}  {name}" for name, _src in found]
     assert st.stamp_digest(body) == digest
     with tarfile.open(fileobj=io.BytesIO(st.archive(found, body, ".stamp", now=1.7e9))) as tar:
