@@ -81,7 +81,8 @@ build-check: venv
 
 # On failure, keep the instance long enough to print what it was doing (tests/lab/diagnose.sh), then
 # destroy it. --destroy=never also skips the sequence's own destroys, hence the explicit ones.
-# The log's failing lines are printed again last: a CI log is often read from its tail only.
+# The log's failing lines are printed again last, after a brief form of the diagnosis (a task that hung
+# shows its node's processes there): a CI log is often read from its tail only.
 # One scenario: make molecule MOL_SCENARIO=ring4 (its lab instance molring, inventory inventories/molring).
 MOL_SCENARIO ?= default
 mol_log = /tmp/rdmaops-molecule-$(1).log
@@ -90,8 +91,11 @@ MOL_LAB = $(if $(filter ring4,$(MOL_SCENARIO)),molring,mol)
 define MOL_FAILED
 mol_failed() {
   bash tests/lab/diagnose.sh $(MOL_LAB) inventories/$(MOL_LAB) || true
+  DIAG_BRIEF=1 bash tests/lab/diagnose.sh $(MOL_LAB) inventories/$(MOL_LAB) > $(MOL_LOG).diagnose 2>&1 || true
   $(BIN)/molecule destroy -s $(MOL_SCENARIO) || true
-  { echo "===== molecule $(MOL_SCENARIO) failed; its failing lines (full log: $(MOL_LOG)):"
+  { echo "===== molecule $(MOL_SCENARIO) failed; what its nodes were doing then (tests/lab/diagnose.sh, brief):"
+    cat $(MOL_LOG).diagnose
+    echo "===== molecule $(MOL_SCENARIO) failed; its failing lines (full log: $(MOL_LOG)):"
     sed 's/\x1b\[[0-9;]*m//g' $(MOL_LOG) | grep -E 'FAIL|fatal:|failed=[1-9]|ERROR|Traceback|msg:' | tail -n 40
   } | tee $(MOL_LOG).failed || true
   exit 1
@@ -125,36 +129,36 @@ plugin-test: deps
 	$(MAKE) -C tests/plugin
 
 # Beside the checks that need no lab (CPU-bound, none of them timed): the ring scenario on its own lab
-# (molring), then the default lab built and converged, then sanity and build-check, so that both sides end
-# together (both are CPU-bound). On a fresh machine much of the lab side waits on downloads (base image,
-# wheelhouse, packages). Then the default scenario's verify alone: its cases are timed. docs/lab.md, "How make
-# test runs", has the times.
+# (molring), then the default lab built and converged. Both sides are CPU-bound and end about together (each
+# side's time is printed). On a fresh machine much of the lab side waits on downloads (base image, wheelhouse,
+# packages). Then the default scenario's verify alone: its cases are timed. docs/lab.md, "How make test runs",
+# has the times.
 LAB_OUT ?= /tmp/rdmaops-molecule-beside.out
 CHECKS_OUT ?= /tmp/rdmaops-checks.out
-LATE_CHECKS_OUT ?= /tmp/rdmaops-checks-late.out
 test: deps venv
+	start=$$(date +%s)
 	(
 	  rc=0
 	  $(MAKE) --no-print-directory molecule MOL_SCENARIO=ring4 || rc=1
 	  $(MAKE) --no-print-directory molecule-up MOL_SCENARIO=default || rc=$$((rc + 2))
-	  $(MAKE) --no-print-directory sanity build-check > $(LATE_CHECKS_OUT) 2>&1 || rc=$$((rc + 4))
+	  echo "===== the lab side took $$(( $$(date +%s) - start )) s"
 	  exit $$rc
 	) > $(LAB_OUT) 2>&1 &
 	lab=$$!
-	rc=0; $(MAKE) --no-print-directory lint unit plugin-test 2>&1 | tee $(CHECKS_OUT) || rc=$$?
+	rc=0; $(MAKE) --no-print-directory lint unit plugin-test sanity build-check 2>&1 | tee $(CHECKS_OUT) || rc=$$?
+	echo "===== the checks took $$(( $$(date +%s) - start )) s"
 	lab_rc=0; wait $$lab || lab_rc=$$?
-	echo "===== beside the checks above: the ring scenario, the default lab up to converge, sanity and build-check (rc=$$lab_rc: +1 the ring failed, +2 the default lab, +4 sanity or build-check; full output $(LAB_OUT), $(LATE_CHECKS_OUT)):"
+	echo "===== beside the checks above: the ring scenario and the default lab up to converge (rc=$$lab_rc: +1 the ring failed, +2 the default lab; full output $(LAB_OUT)):"
 	sed 's/\x1b\[[0-9;]*m//g' $(LAB_OUT) | grep -E 'PASS|FAIL|fatal:|failed=[1-9]|ERROR|Traceback|➜|=====' | tail -n 80 || true
-	tail -n 5 $(LATE_CHECKS_OUT) 2>/dev/null || true
 	if [ $$rc -ne 0 ] || [ $$lab_rc -ne 0 ]; then
 	  $(BIN)/molecule destroy -s default > /dev/null 2>&1 || true
 	  # what failed, last (a CI log is often read from its tail only)
 	  cat $(call mol_log,ring4).failed $(call mol_log,default).failed 2>/dev/null || true
-	  if [ $$rc -ne 0 ] || [ $$((lab_rc & 4)) -ne 0 ]; then
-	    echo "===== the checks' failing lines (full output $(CHECKS_OUT), $(LATE_CHECKS_OUT)):"
-	    sed 's/\x1b\[[0-9;]*m//g' $(CHECKS_OUT) $(LATE_CHECKS_OUT) | grep -E 'FAILED|ERROR|Error [0-9]|error:|[1-9][0-9]* failed' | tail -n 30 || true
+	  if [ $$rc -ne 0 ]; then
+	    echo "===== the checks' failing lines (full output $(CHECKS_OUT)):"
+	    sed 's/\x1b\[[0-9;]*m//g' $(CHECKS_OUT) | grep -E 'FAILED|ERROR|Error [0-9]|error:|[1-9][0-9]* failed' | tail -n 30 || true
 	  fi
-	  echo "===== make test failed: the checks rc=$$rc (lint unit plugin-test), the lab side rc=$$lab_rc (ring, default lab, sanity build-check)"
+	  echo "===== make test failed: the checks rc=$$rc (lint unit plugin-test sanity build-check), the lab side rc=$$lab_rc (ring, default lab)"
 	  exit 1
 	fi
 	$(MAKE) --no-print-directory molecule-verify MOL_SCENARIO=default

@@ -40,6 +40,14 @@ options:
     type: list
     elements: str
     required: true
+  running_hosts:
+    description:
+      - The hosts of this run still running (C(ansible_play_hosts)), without those that failed or were
+        unreachable in an earlier task.
+      - A controller or node in O(play_hosts) but not here is an error that names it.
+      - Left out, that check is not made.
+    type: list
+    elements: str
   controller_group:
     description: Name of the controller group, for messages.
     type: str
@@ -90,6 +98,7 @@ EXAMPLES = r"""
     nodes: "{{ groups['cluster'] | default([]) }}"
     inventory_hosts: "{{ groups['all'] }}"
     play_hosts: "{{ ansible_play_hosts_all }}"
+    running_hosts: "{{ ansible_play_hosts }}"
     controller_group: slurm_controller
     partitions: [{name: train, group: cluster}]
     groups: "{{ groups }}"

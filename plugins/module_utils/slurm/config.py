@@ -211,6 +211,20 @@ def node_errors(nodes: list[str], inventory_hosts: list[str], play_hosts: list[s
     return errors
 
 
+def failed_earlier_errors(hosts: list[str], play_hosts: list[str], running: list[str]) -> list[str]:
+    """Slurm hosts of this run that failed or were unreachable in an earlier task (in ``play_hosts``, no
+    longer in ``running``): slurm.conf is planned from every node's hardware, so Slurm cannot be configured
+    without them."""
+    gone = [h for h in dict.fromkeys(hosts) if h in play_hosts and h not in running]
+    if not gone:
+        return []
+    return [
+        f"Slurm hosts that failed or were unreachable earlier in this run: {', '.join(gone)} "
+        "(their errors are above); slurm.conf is planned from every node's hardware and is the same on all, "
+        "so Slurm is not configured in this run: fix them and run again"
+    ]
+
+
 def partition_errors(partitions: Any, groups: dict[str, list[str]], nodes: list[str]) -> list[str]:
     """slurm_partitions: [{name, group, default}] on existing groups of Slurm nodes, one default."""
     if not isinstance(partitions, list) or not partitions:

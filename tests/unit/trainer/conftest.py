@@ -3,13 +3,14 @@ runs go through the real CLI under ``python -m torch.distributed.run`` (gloo on 
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +85,59 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class _Spawner:
+    """rank_spawner.py in a fresh interpreter (not this one: ansible's module_utils patch sys.intern here),
+    started on the first launch and kept for the session."""
+
+    def __init__(self) -> None:
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (kept open for the process's life)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("rank_spawner.py"))],
+            env=trainer_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+        )
+        self._reply(300)
+
+    def _reply(self, timeout: float) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready = select.select([self.proc.stdout], [], [], timeout)[0]
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            self._stderr.seek(0)
+            err = self._stderr.read().decode(errors="replace")
+            pytest.fail(f"the rank spawner gave no answer within {timeout} s:\n{err[-3000:]}")
+        return dict(json.loads(line))
+
+    def launch(self, args: tuple[str, ...], ranks: list[dict[str, Any]], timeout: float) -> list[int]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"argv": list(args), "ranks": ranks, "timeout": timeout}) + "\n")
+        self.proc.stdin.flush()
+        # the spawner kills the ranks at the timeout itself; the margin is for its own reply
+        return [int(c) for c in self._reply(timeout + 60)["codes"]]
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self._stderr):
+            if stream is not None:
+                stream.close()
+
+
+_SPAWNERS: list[_Spawner] = []
+
+
+def _spawner() -> _Spawner:
+    if not _SPAWNERS or _SPAWNERS[0].proc.poll() is not None:
+        _SPAWNERS[:] = [_Spawner()]
+        atexit.register(_SPAWNERS[0].close)
+    return _SPAWNERS[0]
+
+
 def run_trainer(
     nproc: int,
     *args: str,
@@ -95,10 +149,11 @@ def run_trainer(
     """Run the CLI on ``nproc`` CPU processes (gloo), with ``env`` added to their environment.
 
     ``torchrun=True``: under ``python -m torch.distributed.run --standalone``, as the launcher does.
-    Otherwise one process per rank with torchrun's environment variables set directly: the same code path
-    in the trainer, one torch import less per run (the suite runs on 2 shared cores). ``nodes``: the ranks
-    split into that many "nodes" as torchrun numbers them on a cluster (node n: ranks n * nproc / nodes ...,
-    its ``GROUP_RANK``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``).
+    Otherwise one process per rank with torchrun's environment variables set directly, forked by the rank
+    spawner (rank_spawner.py) after its one import of torch and the trainer: the same code path in the
+    trainer (the CLI's ``main``), without some 5 s of imports per process (the suite runs on 2 shared
+    cores). ``nodes``: the ranks split into that many "nodes" as torchrun numbers them on a cluster (node n:
+    ranks n * nproc / nodes ..., its ``GROUP_RANK``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE``).
     """
     trainer = ["-m", "rdmaops_trainer", *args]
     if torchrun:
@@ -114,11 +169,9 @@ def run_trainer(
         outputs = [(proc.returncode, proc.stdout, proc.stderr)]
     else:
         port = free_port()
-        logs = tempfile.TemporaryDirectory(prefix="trainer-ranks-")
-        procs = []
-        outputs = []
-        try:
-            per_node = nproc // nodes
+        per_node = nproc // nodes
+        with tempfile.TemporaryDirectory(prefix="trainer-ranks-") as logs:
+            ranks = []
             for rank in range(nproc):
                 rank_env = {**trainer_env(), **(env or {})}
                 rank_env.update(
@@ -131,33 +184,13 @@ def run_trainer(
                     MASTER_PORT=str(port),
                 )
                 # files, not pipes: a rank blocked on a full pipe would stall the collectives of the others
-                out = Path(logs.name) / f"rank{rank}"
-                with out.with_suffix(".out").open("w") as fo, out.with_suffix(".err").open("w") as fe:
-                    procs.append(
-                        subprocess.Popen([sys.executable, *trainer], env=rank_env, stdout=fo, stderr=fe)
-                    )
-            # wait for all; on the first failure stop the others (they would wait in a collective)
-            deadline = time.monotonic() + timeout
-            while any(p.poll() is None for p in procs):
-                if any(p.returncode not in (None, 0) for p in procs) or time.monotonic() > deadline:
-                    for p in procs:
-                        if p.poll() is None:
-                            p.kill()
-                    break
-                time.sleep(0.2)
-            for p in procs:
-                p.wait()
-            for rank, p in enumerate(procs):
-                out = Path(logs.name) / f"rank{rank}"
-                outputs.append(
-                    (p.returncode, out.with_suffix(".out").read_text(), out.with_suffix(".err").read_text())
-                )
-        finally:
-            for p in procs:
-                if p.poll() is None:
-                    p.kill()
-                    p.wait()
-            logs.cleanup()
+                out = Path(logs) / f"rank{rank}"
+                ranks.append({"env": rank_env, "out": str(out) + ".out", "err": str(out) + ".err"})
+            codes = _spawner().launch(args, ranks, timeout)
+            outputs = [
+                (code, Path(r["out"]).read_text(), Path(r["err"]).read_text())
+                for code, r in zip(codes, ranks, strict=True)
+            ]
     # report the rank that failed by itself, not one killed above
     failed = sorted((o for o in outputs if o[0] != 0), key=lambda o: o[0] == -9)
     if failed:

@@ -174,6 +174,13 @@ def test_node_errors() -> None:
     assert "not in the inventory: ghost" in err
 
 
+def test_failed_earlier_errors() -> None:
+    # the controller is also a node: named once; a host left out by --limit is node_errors' case, not this
+    assert slurm.failed_earlier_errors(["a", "a", "b"], ["a", "b"], ["a", "b"]) == []
+    (err,) = slurm.failed_earlier_errors(["a", "a", "b", "c"], ["a", "b"], ["b"])
+    assert "earlier in this run: a (their errors are above)" in err and "run again" in err
+
+
 def test_partition_errors_and_lines() -> None:
     groups = {"cluster": ["n1", "n2"], "big": ["n2"], "switches": ["sw1"], "empty": []}
     good = [{"name": "train", "group": "cluster"}, {"name": "big", "group": "big", "default": True}]

@@ -64,6 +64,12 @@ def test_check_passes_the_lab_inventory_and_names_the_controller() -> None:
         ({"play_hosts": ["node2", "node3"]}, "the Slurm controller node1 is not in this run"),
         ({"nodes": []}, "no Slurm nodes: the compute group is empty or missing"),
         ({"play_hosts": ["node1", "node2"]}, "Slurm nodes left out of this run (--limit?): node3"),
+        # node2 failed in an earlier play of site.yml (its apt stalled): named, not a template error later
+        (
+            {"running_hosts": ["node1", "node3"]},
+            "Slurm hosts that failed or were unreachable earlier in this run: node2 (their errors are above)",
+        ),
+        ({"running_hosts": ["node2", "node3"]}, "earlier in this run: node1 (their errors"),
         (
             {"partitions": [{"name": "gpu", "group": "switches"}]},
             "sw1 of group 'switches' are not Slurm nodes",
@@ -81,6 +87,10 @@ def test_check_passes_the_lab_inventory_and_names_the_controller() -> None:
 def test_check_names_each_bad_value(over: dict[str, Any], wanted: str) -> None:
     errors = _check(**over)["errors"]
     assert any(wanted in e for e in errors), errors
+
+
+def test_check_of_every_host_still_running_passes() -> None:
+    assert _check(running_hosts=HOSTS)["errors"] == []
 
 
 def test_check_reports_every_error_at_once() -> None:
