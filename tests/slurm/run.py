@@ -312,6 +312,27 @@ def munge_checks(lab: SlurmLab, key_b64: str, out: str) -> None:
     check("a credential of the controller decodes on every node", decoded == ["ok"] * len(lab.hosts))
 
 
+def munged_pids(lab: SlurmLab) -> dict[str, str]:
+    show = "systemctl show munge --property=MainPID --value"
+    return {h: lab.ssh(h, show).stdout.strip() for h in lab.hosts}
+
+
+def stale_munged(lab: SlurmLab, host: str) -> bool:
+    """Leave HOST's munged on another key than its key file, as a site.yml run stopped between the key's
+    install and its handler does (the file rewritten after munged started: one second later, as the role
+    compares whole seconds); True when a credential of the controller then fails there."""
+    lab.ssh(
+        host,
+        "set -e; cp -p /etc/munge/munge.key /root/cluster.key;"
+        " mungekey --create --force --keyfile /root/other.key;"
+        " install -m 0400 -o munge -g munge /root/other.key /etc/munge/munge.key; systemctl restart munge;"
+        " sleep 1.1; cat /root/cluster.key > /etc/munge/munge.key; rm -f /root/cluster.key /root/other.key",
+    )
+    cred = lab.ssh(lab.hosts[0], "munge -n").stdout.strip()
+    decoded = lab.ssh(host, f"echo {cred} | unmunge >/dev/null 2>&1 && echo ok || echo failed").stdout
+    return decoded.strip() == "failed"
+
+
 def case_reconfigure(lab: SlurmLab) -> None:
     """One edited inventory, two changes that need only `scontrol reconfigure`: node2's declared memory
     lowered, and node3's health check made to read a GPU report (the recorded H200 XML, the file the node's
@@ -378,7 +399,16 @@ def case_reconfigure(lab: SlurmLab) -> None:
             f"after {resumed if resumed is None else round(resumed, 1)} s: state {state}, reason {reason!r}",
         )
     finally:
+        stale = stale_munged(lab, mem_node)
+        munged = munged_pids(lab)
         rc, out, took = lab.play("playbooks/slurm.yml", "-vvv")
+        restarted = [h for h, pid in munged_pids(lab).items() if pid != munged[h]]
+        check(
+            f"{mem_node}'s munged, on another key than its file (a run stopped before its restart handler), "
+            "is restarted by the next run, and only it",
+            stale and restarted == [mem_node],
+            f"a credential failed on {mem_node} before the run: {stale}; munged restarted on {restarted}",
+        )
         state, reason = node_reason(lab, node)
         if reason.startswith("rdmaops-health:"):  # leave the lab as converged whatever happened above
             lab.ssh(lab.hosts[0], f"scontrol update NodeName={node} State=RESUME")
