@@ -60,8 +60,8 @@ def _rank(argv: list[str], rank: dict[str, Any]) -> None:
             os.dup2(out, fd)
             os.close(out)
         code = main(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
+    except SystemExit as exc:  # sys.exit(): None is success, a message is failure
+        code = 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 1
     except BaseException:
         traceback.print_exc()
     finally:
@@ -91,7 +91,8 @@ def launch(request: dict[str, Any]) -> list[int]:
                 if pid not in codes:
                     os.kill(pid, signal.SIGKILL)
                     codes[pid] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        time.sleep(0.1)
+        if len(codes) < len(pids):
+            time.sleep(0.1)
     return [codes[pid] for pid in pids]
 
 
