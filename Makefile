@@ -90,8 +90,7 @@ MOL_LOG ?= $(call mol_log,$(MOL_SCENARIO))
 MOL_LAB = $(if $(filter ring4,$(MOL_SCENARIO)),molring,mol)
 define MOL_FAILED
 mol_failed() {
-  bash tests/lab/diagnose.sh $(MOL_LAB) inventories/$(MOL_LAB) || true
-  DIAG_BRIEF=1 bash tests/lab/diagnose.sh $(MOL_LAB) inventories/$(MOL_LAB) > $(MOL_LOG).diagnose 2>&1 || true
+  DIAG_BRIEF_FILE=$(MOL_LOG).diagnose bash tests/lab/diagnose.sh $(MOL_LAB) inventories/$(MOL_LAB) || true
   $(BIN)/molecule destroy -s $(MOL_SCENARIO) || true
   { echo "===== molecule $(MOL_SCENARIO) failed; what its nodes were doing then (tests/lab/diagnose.sh, brief):"
     cat $(MOL_LOG).diagnose

@@ -45,9 +45,9 @@ options:
       - The hosts of this run still running (C(ansible_play_hosts)), without those that failed or were
         unreachable in an earlier task.
       - A controller or node in O(play_hosts) but not here is an error that names it.
-      - Left out, that check is not made.
     type: list
     elements: str
+    required: true
   controller_group:
     description: Name of the controller group, for messages.
     type: str

@@ -54,11 +54,9 @@ class SlurmLab(Lab):
     def state(self) -> dict[str, str]:
         return {h: self.ssh(h, STATE).stdout for h in self.hosts}
 
-    def pids(self) -> dict[str, str]:
-        return {
-            h: self.ssh(h, "systemctl show -p MainPID --value slurmd slurmctld | tr '\\n' ' '").stdout
-            for h in self.hosts
-        }
+    def pids(self, units: str = "slurmd slurmctld") -> dict[str, str]:
+        show = f"systemctl show -p MainPID --value {units} | tr '\\n' ' '"
+        return {h: self.ssh(h, show).stdout for h in self.hosts}
 
 
 def _group(doc: dict[str, Any], name: str) -> dict[str, Any]:
@@ -312,11 +310,6 @@ def munge_checks(lab: SlurmLab, key_b64: str, out: str) -> None:
     check("a credential of the controller decodes on every node", decoded == ["ok"] * len(lab.hosts))
 
 
-def munged_pids(lab: SlurmLab) -> dict[str, str]:
-    show = "systemctl show munge --property=MainPID --value"
-    return {h: lab.ssh(h, show).stdout.strip() for h in lab.hosts}
-
-
 def stale_munged(lab: SlurmLab, host: str) -> bool:
     """Leave HOST's munged on another key than its key file, as a site.yml run stopped between the key's
     install and its handler does (the file rewritten after munged started: one second later, as the role
@@ -400,9 +393,9 @@ def case_reconfigure(lab: SlurmLab) -> None:
         )
     finally:
         stale = stale_munged(lab, mem_node)
-        munged = munged_pids(lab)
+        munged = lab.pids("munge")
         rc, out, took = lab.play("playbooks/slurm.yml", "-vvv")
-        restarted = [h for h, pid in munged_pids(lab).items() if pid != munged[h]]
+        restarted = [h for h, pid in lab.pids("munge").items() if pid != munged[h]]
         check(
             f"{mem_node}'s munged, on another key than its file (a run stopped before its restart handler), "
             "is restarted by the next run, and only it",

@@ -23,7 +23,7 @@ CHECK_ARGUMENT_SPEC: dict[str, Any] = {
     "nodes": {"type": "list", "elements": "str", "default": []},
     "inventory_hosts": {"type": "list", "elements": "str", "required": True},
     "play_hosts": {"type": "list", "elements": "str", "required": True},
-    "running_hosts": {"type": "list", "elements": "str"},
+    "running_hosts": {"type": "list", "elements": "str", "required": True},
     "controller_group": {"type": "str", "required": True},
     **required_raw("partitions", "cgroup", "check_timeout", "kill_wait", "cluster_name"),
     "groups": {"type": "dict", "required": True},
@@ -68,10 +68,9 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     if not nodes:
         errors.append("no Slurm nodes: the compute group is empty or missing")
     errors += slurm.node_errors(nodes, list(p["inventory_hosts"]), list(p["play_hosts"]))
-    if p.get("running_hosts") is not None:
-        errors += slurm.failed_earlier_errors(
-            [*controllers[:1], *nodes], list(p["play_hosts"]), list(p["running_hosts"])
-        )
+    errors += slurm.failed_earlier_errors(
+        [*controllers[:1], *nodes], list(p["play_hosts"]), list(p["running_hosts"])
+    )
     errors += slurm.partition_errors(p["partitions"], dict(p["groups"]), nodes)
     cgroup = _text(p["cgroup"]).lower()
     if cgroup not in ("auto", "true", "false"):

@@ -22,6 +22,7 @@ def _check(**over: Any) -> dict[str, Any]:
         "nodes": HOSTS,
         "inventory_hosts": HOSTS,
         "play_hosts": HOSTS,
+        "running_hosts": HOSTS,
         "controller_group": "slurm_controller",
         "partitions": TRAIN,
         "groups": GROUPS,
