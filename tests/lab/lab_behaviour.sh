@@ -59,9 +59,14 @@ nothing_left() {
 }
 
 kill_all() {  # kill -9 every nspawn and the apt proxy: the host side of a crash (the nodes' systemd carries on)
-  local f
-  for f in /run/rdmaops-lab/$name/*.pid; do kill -9 "$(cat "$f")" 2>/dev/null || true; done
-  sleep 1
+  local f pids=()
+  for f in /run/rdmaops-lab/$name/*.pid; do pids+=("$(cat "$f")"); done
+  kill -9 "${pids[@]}" 2>/dev/null || true
+  # until each is gone or a zombie (bounded: 30 s), not a fixed pause
+  local end=$(( $(date +%s) + 30 )) p
+  for p in "${pids[@]}"; do
+    while grep -qv '^[^)]*) Z' "/proc/$p/stat" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done
+  done
 }
 
 export name cidr inv log

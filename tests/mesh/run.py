@@ -460,7 +460,10 @@ def case_cut_off(lab: Lab) -> None:
         and took < bound + 90,
         "" if named else tail(text),
     )
-    time.sleep(3)
+    # a wait for the node's SSH over the restored link (bounded), then the restore
+    deadline = time.monotonic() + 60
+    while not lab.mgmt_ok() and time.monotonic() < deadline:
+        time.sleep(1)
     check(
         "the node answers again once its link is back, and the mesh is restored",
         lab.mgmt_ok() and lab.restore(),

@@ -24,7 +24,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from labkit import check, run_cases
-from train.run import SMI_XML, TRAINER, Lab, metrics, smi_with_ecc_errors, wait_for_step
+from train.run import SMI_XML, TRAINER, Lab, gone_after, metrics, smi_with_ecc_errors, wait_for_step
 
 CONTROLLER = "slurm_controller"
 # What a refused run must leave as it was, per node.
@@ -243,7 +243,8 @@ def case_kill_task(lab: SlurmLab) -> None:
         proc.kill()
         out = ""
     took = time.monotonic() - at
-    time.sleep(1)
+    # scancel ends the job step's tasks asynchronously: a bounded wait for every node's trainers to go
+    gone = gone_after(lab, time.time(), 30)
     left = {h: lab.ssh(h, f"pgrep -f '{TRAINER}' || true").stdout.split() for h in lab.hosts}
     queued = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job}").stdout.strip()
     check(
@@ -254,7 +255,8 @@ def case_kill_task(lab: SlurmLab) -> None:
         and not any(left.values())
         and not queued
         and "the Slurm job was cancelled" in out,
-        f"play failed {took:.1f} s after the kill; trainers left: {left}; squeue: {queued or 'empty'}",
+        f"play failed {took:.1f} s after the kill, every rank gone {gone and round(gone, 1)} s after that; "
+        f"trainers left: {left}; squeue: {queued or 'empty'}",
     )
 
 

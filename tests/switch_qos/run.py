@@ -254,8 +254,8 @@ def case_bad_inputs(sw: Switch) -> None:
         )
 
 
-def _kill_tree(pid: int) -> int:
-    """SIGKILL a process and every descendant at once (Ansible's workers leave its process group)."""
+def _tree(pid: int) -> list[int]:
+    """A process and all its descendants (Ansible's workers leave its process group, so not by group)."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -268,10 +268,36 @@ def _kill_tree(pid: int) -> int:
         p = todo.pop()
         tree.append(p)
         todo += children.get(p, [])
+    return tree
+
+
+def _signal_tree(pid: int, sig: signal.Signals) -> int:
+    """SIG to a process and every descendant at once; how many there were."""
+    tree = _tree(pid)
     for p in tree:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(p, signal.SIGKILL)
+            os.kill(p, sig)
     return len(tree)
+
+
+def _netconf_sessions(pids: list[int]) -> int:
+    """Established TCP connections to a NETCONF port (830) that these processes hold (ss -p on the host)."""
+    out = subprocess.run(
+        ["ss", "-Htnp", "state", "established", "( dport = :830 )"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    owners = [int(m) for m in re.findall(r"pid=(\d+)", out)]
+    return sum(1 for owner in owners if owner in pids)
+
+
+def _frozen_in_hold(proc: subprocess.Popen[str]) -> bool:
+    """Freeze the play (SIGSTOP to its whole tree) and say whether it was inside its hold before the confirm:
+    its module holds exactly the one session it committed on (the management check after the hold opens a
+    second, the confirm then ends both). Frozen, the play stays there while a case injects a fault."""
+    _signal_tree(proc.pid, signal.SIGSTOP)
+    return _netconf_sessions(_tree(proc.pid)) == 1
 
 
 def _wait_for(sw: Switch, text: str, present: bool, limit: float) -> float | None:
@@ -291,32 +317,73 @@ def _wait_for(sw: Switch, text: str, present: bool, limit: float) -> float | Non
     return None
 
 
+# New NETCONF logins refused (port 830 only: the case still reaches the switch's shell on port 22); sessions
+# already open, the module's, carry on. The second command undoes it.
+DENY_NETCONF = (
+    "printf 'Match LocalPort 830\\n  DenyUsers root\\n' > /etc/ssh/sshd_config.d/zz-test-deny.conf; "
+    "systemctl reload ssh"
+)
+ALLOW_NETCONF = "rm -f /etc/ssh/sshd_config.d/zz-test-deny.conf; systemctl reload ssh"
+
+
+def _refused(sw: Switch, limit: float = 30) -> bool:
+    """Until a new NETCONF session is refused (sshd has read the deny): bounded by LIMIT."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            sw.session().close_session()
+        except Exception:  # refused: the deny holds
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def case_verify_fails(sw: Switch) -> None:
-    """After the confirmed commit the module's fresh management session is refused: it must cancel."""
+    """After the confirmed commit the module's fresh management session is refused: it must cancel. The play
+    is frozen inside its hold (between the verified commit and the management check) while new logins are
+    denied, so the check meets the deny by construction, not by racing the hold."""
     sw.factory()
     base = sw.datastores()[0]
     proc = sw.play_async("-e", "switch_qos_hold_before_confirm=6", "-e", "switch_qos_confirm_timeout=120")
     seen = _wait_for(sw, "ROCE-OUT", True, 60)
-    # New SSH logins refused for 15 s; sessions already open (the module's) carry on.
-    sw.ssh(
-        "nohup sh -c 'echo DenyUsers root > /etc/ssh/sshd_config.d/zz-test-deny.conf; systemctl reload ssh;"
-        " sleep 15; rm -f /etc/ssh/sshd_config.d/zz-test-deny.conf; systemctl reload ssh' >/dev/null 2>&1 &"
-    )
-    out = proc.communicate(timeout=180)[0]
+    in_hold = seen is not None and _frozen_in_hold(proc)
+    try:
+        sw.ssh(DENY_NETCONF)
+        denied = _refused(sw)
+    finally:
+        _signal_tree(proc.pid, signal.SIGCONT)
+    try:
+        out = proc.communicate(timeout=180)[0]
+    finally:
+        sw.ssh(ALLOW_NETCONF)
     back = _wait_for(sw, "ROCE-OUT", False, 30)
-    time.sleep(0.5)
     check(
         "a failed verification after the commit cancels it: the play fails, the switch is back as before",
-        seen is not None
+        in_hold
+        and denied
         and proc.returncode != 0
         and "commit cancelled" in out
+        and back is not None
         and sw.datastores()[0] == base,
-        f"commit seen after {seen and round(seen, 1)} s; {_msg(out)[:220]}; back after {back} s",
+        f"commit seen after {seen and round(seen, 1)} s, play frozen in its hold {in_hold}, new logins "
+        f"refused {denied}; {_msg(out)[:220]}; back after {back} s",
     )
+
+
+def _no_netconf_left(sw: Switch, limit: float = 30) -> bool:
+    """Until the switch holds no established NETCONF connection (a killed client's session is gone)."""
+    none = "[ -z \"$(ss -Htn state established '( sport = :830 )')\" ]"
+    script = (
+        f"end=$(( $(date +%s) + {int(limit)} )); until {none}; do "
+        '[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 0.2; done'
+    )
+    return sw.ssh(script).returncode == 0
 
 
 def case_killed(sw: Switch) -> None:
-    """The controller dies between commit and confirm: the switch rolls back when the timeout expires."""
+    """The controller dies between commit and confirm: the switch rolls back when the timeout expires. The
+    play is frozen inside its hold and killed there; the commit must outlive the killed session (persist)
+    and be rolled back by the switch's own timer."""
     sw.factory()
     base = sw.datastores()[0]
     # The shortest timing the role accepts with a hold to kill in: 10 s hold + 3 replies of 3 s <= 20 s.
@@ -331,21 +398,19 @@ def case_killed(sw: Switch) -> None:
     )
     seen = _wait_for(sw, "ROCE-OUT", True, 60)
     committed = time.monotonic()
-    killed = _kill_tree(proc.pid)
+    in_hold = seen is not None and _frozen_in_hold(proc)
+    killed = _signal_tree(proc.pid, signal.SIGKILL)
     proc.wait()
+    closed = _no_netconf_left(sw)
     still = "ROCE-OUT" in sw.running()
     back = _wait_for(sw, "ROCE-OUT", False, timeout + 30)
     after = time.monotonic() - committed if back is not None else None
     check(
         f"play killed between commit and confirm: rolled back by the switch after the {timeout} s timeout",
-        seen is not None
-        and still
-        and after is not None
-        and after >= timeout - 2
-        and sw.datastores()[0] == base,
-        f"commit seen after {seen and round(seen, 1)} s; {killed} processes killed; "
-        f"still there right after: {still}; "
-        f"rolled back {after and round(after, 1)} s after the commit",
+        in_hold and closed and still and back is not None and sw.datastores()[0] == base,
+        f"commit seen after {seen and round(seen, 1)} s, play frozen in its hold {in_hold}; {killed} "
+        f"processes killed; its session closed {closed}, the commit still there then {still}; rolled back "
+        f"{after and round(after, 1)} s after the commit was seen",
     )
 
 

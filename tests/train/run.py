@@ -158,21 +158,27 @@ SHORT = ["-e", "train_progress_interval=5"]
 def case_traffic(lab: Lab) -> None:
     # Where the training traffic goes: counters around a detached run (no Ansible traffic in the window but
     # the few SSH reads of the counters themselves).
+    # The ranks hold before their first step (RDMAOPS_TRAINER_PAUSE=start) while the counters are read, so
+    # all 30 steps fall in the window on any machine.
     reset(lab, "t-traffic")
     rc, _out, _secs = lab.play(
-        "train.yml", "-e", "recipe=tiny", "-e", "job=t-traffic", "-e", "steps=30", "-e", "detach=true"
+        *tiny("t-traffic", "-e", "steps=30", "-e", "detach=true", *pause_args("start"))
     )
+    held = paused(lab)
     before = lab.counters()
+    resume_all(lab)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, "t-traffic")):
         time.sleep(1)
     after = lab.counters()
+    trained = losses(metrics(lab, "t-traffic"))
     mesh = sum(after[h][i] - before[h].get(i, 0) for h in lab.hosts for i in after[h] if i.startswith("data"))
     mgmt = sum(after[h][i] - before[h].get(i, 0) for h in lab.hosts for i in after[h] if i.startswith("mgmt"))
     check(
         "training traffic on the mesh links, not management",
-        rc == 0 and mesh > 20 * mgmt and mesh > 1e6,
-        f"30 steps: mesh ports {mesh / 1e6:.1f} MB, management {mgmt / 1e6:.2f} MB",
+        rc == 0 and held and max(trained, default=0) == 30 and mesh > 20 * mgmt and mesh > 1e6,
+        f"held before step 1 {held}, to step {max(trained, default=None)}: "
+        f"mesh ports {mesh / 1e6:.1f} MB, management {mgmt / 1e6:.2f} MB",
     )
 
 
@@ -193,27 +199,74 @@ def tiny(job: str, *extra: str) -> list[str]:
     return ["train.yml", "-e", "recipe=tiny", "-e", f"job={job}", *extra]
 
 
-def gone_after(lab: Lab, t0: float, limit: float) -> float | None:
-    """Seconds from t0 (time.time()) until no launcher and no trainer is left on any node (None: still some
-    after limit). Each node watches itself (one SSH session each, polling every 0.1 s) and prints the moment
-    its last one vanished: nodes share the host's clock, and no SSH round trip is counted in the figure."""
-    wait = (
-        f"end=$(( $(date +%s) + {int(limit) + 1} )); "
-        f"while pgrep -f '{TRAINER}|{LAUNCHER}' > /dev/null; do "
-        '[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 0.1; done; date +%s.%N'
+def poll_script(condition: str, limit: float, then: str = "true") -> str:
+    """Shell for a node: poll CONDITION every 0.1 s, at most LIMIT s (exit 1 then), and run THEN once it
+    holds. Run on the node itself, so no SSH round trip sits in the loop."""
+    return (
+        f"end=$(( $(date +%s) + {int(limit) + 1} )); until {condition}; do "
+        f'[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 0.1; done; {then}'
     )
-    procs = [lab.ssh_async(h, wait) for h in lab.hosts]
-    ends = []
-    for proc in procs:
+
+
+def on_nodes(lab: Lab, hosts: list[str], script: str, limit: float) -> dict[str, str | None]:
+    """SCRIPT on every host at once (one SSH session each): its output per host, None where it failed or
+    outlived LIMIT."""
+    procs = {h: lab.ssh_async(h, script) for h in hosts}
+    outs: dict[str, str | None] = {}
+    for h, proc in procs.items():
         try:
             out, _err = proc.communicate(timeout=limit + 30)
         except subprocess.TimeoutExpired:
             proc.kill()
-            out = ""
-        ends.append(float(out.strip()) if proc.returncode == 0 and out.strip() else None)
-    if any(e is None for e in ends):
+            out, _err = proc.communicate()
+        outs[h] = out if proc.returncode == 0 else None
+    return outs
+
+
+def gone_after(lab: Lab, t0: float, limit: float) -> float | None:
+    """Seconds from t0 (time.time()) until no launcher and no trainer is left on any node (None: still some
+    after limit). Each node watches itself and prints the moment its last one vanished: nodes share the
+    host's clock, and no SSH round trip is counted in the figure."""
+    none_left = f"! pgrep -f '{TRAINER}|{LAUNCHER}' > /dev/null"
+    ends = on_nodes(lab, lab.hosts, poll_script(none_left, limit, "date +%s.%N"), limit)
+    if any(not e or not e.strip() for e in ends.values()):
         return None
-    return max(0.0, max(e for e in ends if e is not None) - t0)
+    return max(0.0, max(float(str(e)) for e in ends.values()) - t0)
+
+
+# Every rank of a node stopped (state T), where RDMAOPS_TRAINER_PAUSE (docs/trainer.md) leaves them.
+ALL_PAUSED = f'{{ p=$(pgrep -d, -f \'{TRAINER}\'); [ -n "$p" ] && ! ps -o stat= -p "$p" | grep -qv "^T"; }}'
+
+
+def paused(lab: Lab, limit: float = 240) -> bool:
+    """Until every rank on every node has stopped itself at the point RDMAOPS_TRAINER_PAUSE names. The job
+    then stays at that moment, whatever the machine's speed, until resume_all() or a kill."""
+    return all(
+        out is not None for out in on_nodes(lab, lab.hosts, poll_script(ALL_PAUSED, limit), limit).values()
+    )
+
+
+def resume_all(lab: Lab) -> None:
+    """SIGCONT to every rank on every node: a job held by RDMAOPS_TRAINER_PAUSE goes on."""
+    on_nodes(lab, lab.hosts, f"pkill -CONT -f '{TRAINER}' || true", 30)
+
+
+def pause_args(point: str, overrides: dict[str, Any] | None = None) -> list[str]:
+    """-e arguments holding the job's ranks at POINT (the trainer's test hook), the watch's stopped-rank limit
+    above any hold, and OVERRIDES as recipe_overrides."""
+    extra: dict[str, Any] = {
+        "train_extra_env": {"RDMAOPS_TRAINER_PAUSE": point},
+        "train_stopped_timeout": 600,
+    }
+    if overrides:
+        extra["recipe_overrides"] = overrides
+    return ["-e", json.dumps(extra)]
+
+
+def listening(lab: Lab, host: str, port: int, limit: float = 60) -> bool:
+    """Until something on HOST listens on TCP PORT (bounded by LIMIT)."""
+    script = poll_script(f"ss -Hltn 'sport = :{port}' | grep -q .", limit)
+    return on_nodes(lab, [host], script, limit)[host] is not None
 
 
 def verdict_line(out: str) -> str:
@@ -347,25 +400,24 @@ def case_faults(lab: Lab) -> None:
 
 
 def case_finished_launcher(lab: Lab) -> None:
-    """The master's launcher killed once the last step is logged: the ranks finish on their own (end record,
-    exit 0), so the job is reported as finished, with the launcher's death as a warning."""
+    """The master's launcher killed after the last step is logged: the ranks finish on their own (end record,
+    exit 0), so the job is reported as finished, with the launcher's death as a warning. The ranks hold
+    between their last step and the end record (RDMAOPS_TRAINER_PAUSE=end) while the launcher is killed, so
+    the kill lands in that moment by construction, not by winning a race against the end record."""
     job = "t-done-launcher"
     reset(lab, job)
     steps = 20
-    log_every = '{"recipe_overrides": {"train.log_every": 5}}'
-    proc = lab.play_async(*tiny(job, "-e", f"steps={steps}", "-e", log_every, *SHORT))
-    deadline = time.monotonic() + 240
-    pids: list[str] = []
-    ended_before = True
-    while time.monotonic() < deadline and proc.poll() is None:
-        recs = metrics(lab, job)
-        if any(r.get("event") == "train" and r.get("step") == steps for r in recs):
-            ended_before = any(r.get("event") == "end" for r in recs)
-            pids = lab.pids(lab.hosts[0], LAUNCHER)
-            if pids:
-                lab.ssh(lab.hosts[0], f"kill -9 {pids[0]}")
-            break
-        time.sleep(0.1)
+    proc = lab.play_async(
+        *tiny(job, "-e", f"steps={steps}", *pause_args("end", {"train.log_every": 5}), *SHORT)
+    )
+    held = paused(lab)
+    recs = metrics(lab, job)
+    at_last = any(r.get("event") == "train" and r.get("step") == steps for r in recs)
+    ended_before = any(r.get("event") == "end" for r in recs)
+    pids = lab.pids(lab.hosts[0], LAUNCHER) if held else []
+    if pids:
+        lab.ssh(lab.hosts[0], f"kill -9 {pids[0]}")
+    resume_all(lab)
     out, _err = proc.communicate(timeout=300)
     end = [r for r in metrics(lab, job) if r.get("event") == "end"]
     warned = re.search(
@@ -375,13 +427,16 @@ def case_finished_launcher(lab: Lab) -> None:
     )
     check(
         "a launcher killed after the last step: the job finished, the launcher's death a warning",
-        bool(pids)
+        held
+        and at_last
         and not ended_before
+        and bool(pids)
         and proc.returncode == 0
         and f"job {job} finished: step {steps}" in out
         and bool(end)
         and warned is not None,
-        f"rc={proc.returncode}, end record {bool(end)}, warning {bool(warned)}"
+        f"held at the last step {held and at_last}, end record before the kill {ended_before}, rc="
+        f"{proc.returncode}, end record {bool(end)}, warning {bool(warned)}"
         + ("" if proc.returncode == 0 else "\n" + out[-2000:]),
     )
 
@@ -422,15 +477,23 @@ def resume(lab: Lab, strategy: str, launcher: str) -> None:
         f"{strategy}: progress lines in the play output",
         len(re.findall(rf"\[{ref}\] step \d+/30", out)) >= 1,
     )
-    proc = lab.play_async("train.yml", "-e", f"job={job}", *common)
-    stopped = wait_for_step(lab, job, 10, proc, event="checkpoint")
+    # held right after the step-10 checkpoint (RDMAOPS_TRAINER_PAUSE), node2's trainer killed there: the
+    # resume starts from step 10 on any machine, not from wherever the job had got to when the kill landed
+    proc = lab.play_async("train.yml", "-e", f"job={job}", *common, *pause_args("checkpoint@10"))
+    stopped = paused(lab) and any(
+        r.get("event") == "checkpoint" and r["step"] == 10 for r in metrics(lab, job)
+    )
     lab.ssh(lab.hosts[1], f"pkill -9 -f '{TRAINER}'")
+    resume_all(lab)
     proc.communicate(timeout=180)
     rc2, out2, _secs = lab.play("train.yml", "-e", f"job={job}", *common)
     refused = rc2 != 0 and "already holds a run" in out2
     rc3, out3, _secs = lab.play("train.yml", "-e", f"job={job}", "-e", "resume=latest", *common)
     a, b = losses(metrics(lab, ref)), losses(metrics(lab, job))
     shared = [s for s in sorted(a) if s > 10 and s in b]
+    resumed_at = next(
+        (r.get("start_step") for r in reversed(metrics(lab, job)) if r.get("event") == "start"), None
+    )
     worst = max((abs(a[s] - b[s]) for s in shared), default=float("inf"))
     check(
         f"{strategy}: resume after a fault matches the uninterrupted run",
@@ -439,10 +502,11 @@ def resume(lab: Lab, strategy: str, launcher: str) -> None:
         and refused
         and rc3 == 0
         and "continuing from step" in out3
+        and resumed_at == 10
         and len(shared) >= 3
         and worst < 1e-4,
-        f"steps {shared}, max |loss difference| {worst:.2e}; a second launch without resume refused: "
-        f"{refused}",
+        f"held after the step-10 checkpoint {stopped}, resumed from step {resumed_at}, steps {shared}, max "
+        f"|loss difference| {worst:.2e}; a second launch without resume refused: {refused}",
     )
 
 
@@ -492,7 +556,7 @@ def case_bad_inputs(lab: Lab) -> None:
         rc != 0 and f"{lab.hosts[2]}: torch 2.12.1+cpu differs from {lab.hosts[0]}'s 2.13.0+cpu" in out,
     )
     lab.ssh(lab.hosts[0], "systemd-run --unit=rdmaops-test-port python3 -m http.server --bind 0.0.0.0 29500")
-    time.sleep(1.5)
+    listening(lab, lab.hosts[0], 29500)
     rc, out, _secs = lab.play("train.yml", "-e", "recipe=tiny", "-e", "job=t-port")
     lab.ssh(lab.hosts[0], "systemctl stop rdmaops-test-port")
     check(
@@ -670,7 +734,7 @@ def case_render(lab: Lab) -> None:
             f"> /root/{job}.log 2>&1 < /dev/null &",
         )
         if h == lab.hosts[0]:
-            time.sleep(3)
+            listening(lab, h, 29500)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, job)):
         time.sleep(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import torch
@@ -14,6 +15,7 @@ from .flops import count_params, flops_per_token, peak_flops
 from .kernels import registry as kernels
 from .metrics import MetricsLogger, TrainLog, plot_loss
 from .models import build_model, enable_gradient_checkpointing
+from .pause import pause_at, pause_point
 from .runtime import Runtime, attention_backends, recompile_limit_hits
 from .strategies import Strategy, get_strategy
 from .tokenizer import build_tokenizer
@@ -74,6 +76,7 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
     torch.backends.cuda.matmul.allow_tf32 = True
     torch.backends.cudnn.allow_tf32 = True
     out = recipe.output_dir
+    pause = pause_point(os.environ)  # a test hook; a bad value is named before anything is built
     logger = MetricsLogger(out / "metrics.jsonl" if rt.is_main else None)
     strategy: Strategy = get_strategy(recipe.strategy.name)(recipe, rt)
 
@@ -131,6 +134,7 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
     evals = eval_batches(eval_data, t.eval_batches, strategy.dp_rank, layout)
     train_log = TrainLog(logger, rt.device, layout.tokens_per_step, rt.world_size, fpt, peak)
     last_eval: float | None = None
+    pause_at(pause, "start")
     steps_run = 0
     step = start_step
     for step in range(start_step, t.steps):
@@ -155,6 +159,7 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
             meta = {"recipe": recipe.name, "world_size": rt.world_size, "loss": train_log.last_loss}
             path = ckpt.save_checkpoint(strategy, out, done, meta, t.keep_checkpoints)
             logger.log("checkpoint", step=done, path=str(path))
+            pause_at(pause, f"checkpoint@{done}")
             train_log.restart_window()
         if stop_now:
             break
@@ -174,6 +179,7 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
                 "and ran eager from then on (TORCH_LOGS=recompiles shows why)",
                 flush=True,
             )
+    pause_at(pause, "end")
     logger.log("end", **end, export=str(exported or ""))
     if logger.active:
         logger.close()
