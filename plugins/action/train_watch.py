@@ -20,9 +20,9 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import
     ARGUMENT_SPEC,
     JobWatch,
     Limits,
-    agent_argv,
-    stop_argv,
 )
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_ssh import agent_argv, stop_argv
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_text import progress_line
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import task_args
 
 display = Display()
@@ -93,7 +93,7 @@ class ActionModule(ActionBase):
                 now = time.time()
                 outcome = watch.decide(now)
                 if watch.progress_due(now, p["progress_interval"], outcome):
-                    display.display(watch.progress_line(now))
+                    display.display(progress_line(watch, now))
         finally:
             for proc in procs.values():
                 if proc.poll() is None:

@@ -16,7 +16,7 @@ from typing import Any
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling, host_plan, reachability
 
 
 def _filter_errors(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -49,12 +49,12 @@ def mesh_node_order(hosts: Any, ports: Mapping[str, Any] | None = None) -> list[
 
 @_filter_errors
 def mesh_reachability_table(results: Mapping[str, Any], hosts: Any) -> str:
-    return ma.reachability_table(results, ma.check_hosts(hosts))
+    return reachability.reachability_table(results, ma.check_hosts(hosts))
 
 
 @_filter_errors
 def mesh_netplan(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
-    return ma.netplan_document(plan, mtu)
+    return host_plan.netplan_document(plan, mtu)
 
 
 class FilterModule:

@@ -98,7 +98,8 @@ options:
 extends_documentation_fragment:
   - rdmaops.cluster.phase
 notes:
-  - The rules are plain functions in C(plugins/module_utils/mesh/) (check, cabling, addressing, safety).
+  - The rules are plain functions in C(plugins/module_utils/mesh/) (check, cabling, addressing, data_ports,
+    host_plan, reachability, safety).
 """
 
 EXAMPLES = r"""

@@ -14,7 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import (
+    cabling,
+    data_ports,
+    host_plan,
+    reachability,
+)
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import safety as ms
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 
@@ -58,7 +63,7 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
     me = _node(nodes, host)
     errors: list[str] = []
     try:
-        interfaces = ma.ip_link_interfaces(me.get("addr") or "[]")
+        interfaces = data_ports.ip_link_interfaces(me.get("addr") or "[]")
     except ma.MeshAddressingError as exc:
         return {"errors": [f"{host}: {exc}"], "plan": {}}
     try:
@@ -69,7 +74,7 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
     if names and host not in names:
         errors.append(f"{host} is not in mesh_network_hosts {names!s}")
     # The MTU as text, so the message quotes it as the inventory wrote it.
-    errors += ma.mtu_errors(str(params["mtu"]), "mesh_network_mtu")
+    errors += data_ports.mtu_errors(str(params["mtu"]), "mesh_network_mtu")
     pools = (
         {"mesh_network_link_pool": params["link_pool"], "mesh_network_node_pool": params["node_pool"]}
         if topology == "mesh"
@@ -99,8 +104,8 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
     )
     errors += plan_errors
     if names:
-        errors += ma.port_errors(host, names, topology, ports, params["fabric_port"], interfaces)
-        errors += ma.port_mtu_errors(
+        errors += data_ports.port_errors(host, names, topology, ports, params["fabric_port"], interfaces)
+        errors += data_ports.port_mtu_errors(
             host, params["mtu"], me.get("addr") or "[]", _data_ports(topology, ports, params)
         )
     connect = [str(a) for a in me.get("connect") or []]
@@ -164,7 +169,7 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
     if errors:
         return {"errors": errors, "plan": {}}
     try:
-        plan = ma.host_plan(
+        plan = host_plan.host_plan(
             host,
             names,
             topology,
@@ -183,13 +188,13 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
         renumbering = bool(params["renumber"]) and bool(layout.get("changes"))
         extra = list(dict.fromkeys(a for a in params["apply_targets"] if a))
         plan.update(
-            netplan=ma.netplan_document(plan, mtu),
-            expected_addresses=ma.expected_addresses(plan),
-            path_checks=ma.path_checks(plan, mtu),
+            netplan=host_plan.netplan_document(plan, mtu),
+            expected_addresses=host_plan.expected_addresses(plan),
+            path_checks=reachability.path_checks(plan, mtu),
             # While renumbering, every node moves at once and an address that answered before may belong to
             # another cable afterwards: only the controller and the extra hosts must keep answering then
             # (verify checks the mesh after). Otherwise the direct paths too, at the MTU.
-            apply_targets=extra if renumbering else ma.check_targets(extra, plan, mtu),
+            apply_targets=extra if renumbering else reachability.check_targets(extra, plan, mtu),
             renumbering=renumbering,
             layout={"kept": layout.get("kept", 0), "changes": list(layout.get("changes") or [])},
             mgmt_identity=identities.get(host) or ms.management_identity(me.get("addr") or "[]", connect),

@@ -1,9 +1,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Probe every data path of a node in one module call (the mesh_network role's verify checks).
 
-A path check (module_utils.mesh.addressing.path_checks) names a peer address, the interface its route
+A path check (module_utils.mesh.reachability.path_checks) names a peer address, the interface its route
 must take and a don't-fragment payload. For each one this runs `ip -j route get ADDRESS` and a DF ping,
-and joins the answers with mesh_addressing.verify_results. The route lookups take milliseconds and run one
+and joins the answers with reachability.verify_results. The route lookups take milliseconds and run one
 after another; the pings wait on the network, so they run side by side: a node's probe takes about one
 ping's time however many peers it has. Doing this in one call instead of one module call per command saves
 a second of node CPU per path on a small machine (docs/benchmarks.md, issue 14).
@@ -15,8 +15,8 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import ping as ping_cmd
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import reachability
 
 # What a command left: rc, stdout, stderr, as a registered ansible.builtin.command result names them.
 Result = dict[str, Any]
@@ -112,4 +112,4 @@ def probe(
     for argv in routes:
         # One at a time: a lookup is a netlink round trip, and the pings should not start before all of them.
         route_results += runner([argv], 10)
-    return ma.verify_results(valid, route_results, runner(pings, ping_timeout))
+    return reachability.verify_results(valid, route_results, runner(pings, ping_timeout))

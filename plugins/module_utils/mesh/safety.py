@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling, data_ports
 
 try:
     from netaddr import AddrFormatError, IPAddress, IPNetwork
-except ImportError:  # mesh_addressing.parse_pool reports the missing library first
+except ImportError:  # addressing.parse_pool reports the missing library first
     AddrFormatError = IPAddress = IPNetwork = None  # type: ignore[assignment,misc]
 
 
@@ -77,7 +77,7 @@ def _port_names(ports: Any, fabric_port: Any, topology: str, interfaces: Mapping
         specs = {f"port for peer {peer!r}": spec for peer, spec in ports.items()}
     out: dict[str, str] = {}
     for label, spec in specs.items():
-        port, _err = ma.resolve_port(spec, interfaces, label)
+        port, _err = data_ports.resolve_port(spec, interfaces, label)
         if port is not None:
             out[port["name"]] = label
     return out

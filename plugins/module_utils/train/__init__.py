@@ -2,5 +2,6 @@
 """train.yml: recipes read through the trainer's own code (``recipe``), the preflight report
 (``preflight``), what each node starts (``launch``, ``unit``), and the watcher: the agent that runs on each
 node (``agent``, sent as source over SSH, so it imports nothing from this collection) and the verdicts made on
-the controller (``watch``).
+the controller (``watch``), with their words and progress lines (``watch_text``) and the command per node
+(``watch_ssh``).
 """

@@ -1,110 +1,30 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """train.yml's watcher, the decisions: fed the agents' lines (module_utils/train/agent.py) from every node,
 it says when the job succeeded, failed (which node, rank and why), hung (no progress for the stall timeout)
-or lost a node (no heartbeat), and writes the progress and summary lines. No I/O here: the action plugin
-rdmaops.cluster.train_watch feeds it and prints.
+or lost a node (no heartbeat), and when a progress line is due. No I/O here: the action plugin
+rdmaops.cluster.train_watch feeds it (over the commands of watch_ssh.py) and prints; watch_text.py words
+the causes, the verdicts' parts and the progress and summary lines.
 """
 
 from __future__ import annotations
 
-import getpass
-import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-# torchrun's failure summary: "rank      : 1 (local_rank: 0)", "exitcode  : -9 (pid: 123)", and for a
-# signal "traceback : Signal 9 (SIGKILL) received by PID 123".
-_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)\s*\(local_rank:\s*(\d+)\)", re.M)
-_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)", re.M)
-_SIGNAL = re.compile(r"Signal (\d+) \((SIG[A-Z0-9]+)\) received by PID (\d+)")
-# The trainer's own refusal, and the last exception line of a Python traceback.
-_TRAINER_ERROR = re.compile(r"python -m rdmaops_trainer: error: (.*)")
-_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)): (.*\S.*)$", re.M)
-# torch prefixes each rank's stderr lines with "[rank3]: " (and "[default0]: " under some launchers).
-_RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d*\]:\s?", re.M)
-# torchrun's own wrapper: it says only that a child failed, never why.
-_WRAPPERS = ("ChildFailedError",)
-# What a rank says when another one died first: the consequence, not the cause.
-_PEER_GONE = re.compile(
-    r"Connection closed by peer|Connection reset by peer|remote (?:worker|process)|Broken pipe|"
-    r"DistNetworkError|DistBackendError|NCCL communicator was aborted|Watchdog caught collective",
-    re.I,
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_text import (
+    STATES,
+    exit_text,
+    failure_cause,
+    human_duration,
+    rank_label,
+    summary,
 )
 
-
-def failure_cause(log_tail: Sequence[str], unit: Mapping[str, str]) -> dict[str, Any]:
-    """What a failed node's log and unit say: the rank that died first there and why."""
-    text = _RANK_PREFIX.sub("", "\n".join(log_tail))
-    # torchrun lists the workers it stopped itself under "Failures"; the first to fail is the root cause.
-    root = text.rfind("Root Cause (first observed failure)")
-    summary = text[root:] if root >= 0 else text
-    cause: dict[str, Any] = {}
-    rank = _RANK.search(summary)
-    if rank:
-        cause["rank"] = int(rank.group(1))
-        cause["local_rank"] = int(rank.group(2))
-    sig = _SIGNAL.search(summary)
-    code = _EXIT.search(summary)
-    err = _TRAINER_ERROR.search(text)
-    exc = [e for e in _EXCEPTION.findall(text) if not e[0].endswith(_WRAPPERS)]
-    main_killed = unit.get("ExecMainCode") == "2" and not str(unit.get("Id", "")).startswith("slurm job")
-    if main_killed:
-        # supervise.py catches SIGTERM and SIGINT: killed by a signal, it was killed from outside, and systemd
-        # then stopped the rest of the unit (whatever the ranks said as they went)
-        cause = {"why": f"killed by signal {unit.get('ExecMainStatus', '?')}"}
-        cause["where"] = "the unit's main process"
-    elif sig:
-        cause["why"] = f"killed by signal {sig.group(1)} ({sig.group(2)})"
-    elif err:
-        cause["why"] = err.group(1).strip()
-    elif exc:
-        cause["why"] = f"{exc[-1][0]}: {exc[-1][1].strip()}"
-    elif code:
-        cause["why"] = f"exit code {code.group(1)}"
-    elif unit.get("Result") == "signal":
-        cause["why"] = f"killed by signal {unit.get('ExecMainStatus', '?')}"
-    else:
-        cause["why"] = f"unit {unit.get('Result') or 'failed'}, exit status {unit.get('ExecMainStatus', '?')}"
-    cause["peer_gone"] = bool(_PEER_GONE.search(cause["why"]))
-    return cause
-
-
-def human_duration(seconds: float) -> str:
-    s = int(max(0, round(seconds)))
-    h, rem = divmod(s, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else (f"{m}m{s:02d}s" if m else f"{s}s")
-
-
-def _si(value: float) -> str:
-    for unit, scale in (("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.1f}{unit}"
-    return f"{value:.0f}"
-
-
-# How a process state letter from /proc reads in a verdict.
-STATES = {
-    "R": "running",
-    "S": "sleeping",
-    "D": "in uninterruptible sleep (state D: waiting on the kernel, often I/O)",
-    "T": "stopped (state T: SIGSTOP, or a debugger)",
-    "t": "stopped by a tracer (state t)",
-    "Z": "a zombie (state Z)",
-    "gone": "gone from /proc",
-}
+# The /proc states of a stopped process (SIGSTOP, a debugger, a tracer).
 STOPPED = ("T", "t")
 # A rank whose CPU time moved within this many seconds counts as active.
 ACTIVE_WINDOW = 10.0
-
-
-def exit_text(ev: Mapping[str, Any]) -> str:
-    """'killed by signal 9 (SIGKILL)' or 'exited with code 1', from a supervise.py exit event."""
-    if ev.get("signal"):
-        return f"killed by signal {ev['signal']} ({ev.get('signal_name') or '?'})"
-    return f"exited with code {ev.get('code')}"
 
 
 @dataclass
@@ -131,12 +51,6 @@ class NodeView:
 
     def rank_exits(self) -> list[dict[str, Any]]:
         return [e for e in self.exits if e.get("role") == "rank"]
-
-
-def rank_label(node: str, proc: Mapping[str, Any]) -> str:
-    rank = proc.get("rank")
-    who = f"rank {rank}" if rank is not None else "a rank"
-    return f"{who} on {node} (pid {proc.get('pid')})"
 
 
 @dataclass
@@ -375,7 +289,7 @@ class JobWatch:
                 "failed", f"job {self.job}: no unit on {names} (never started, or removed)", absent[0].name
             )
         if all(self._phase(v) == "succeeded" for v in self.nodes.values()):
-            return Outcome("succeeded", self.summary(now), warnings=self.warnings)
+            return Outcome("succeeded", summary(self, now), warnings=self.warnings)
         stopped = self._stopped_rank(now)
         if stopped is not None:
             return stopped
@@ -495,70 +409,6 @@ class JobWatch:
             self.step_shown = self.step_shown or has_step
         return due
 
-    def stalled_after(self) -> float:
-        """Seconds without a record after which the progress line says "stalled": 3 times the usual gap
-        between two logged steps, at least 30 s."""
-        first, last = self.first_train, self.last_train
-        gap = 0.0
-        if first and last and self.train_records > 1:
-            gap = (float(last.get("time", 0)) - float(first.get("time", 0))) / (self.train_records - 1)
-        return max(30.0, 3 * gap)
-
-    def progress_line(self, now: float) -> str:
-        elapsed = human_duration(now - self.started)
-        if self.last_train is None:
-            phases = ", ".join(f"{v.name} {v.phase}" for v in self.nodes.values())
-            return f"[{self.job}] starting ({elapsed}): {phases}"
-        rec = self.last_train
-        step = int(rec.get("step", 0))
-        parts = [f"[{self.job}] step {step}/{self.total_steps}"]
-        if self.total_steps:
-            parts[0] += f" ({100 * step / self.total_steps:.0f}%)"
-        if rec.get("loss") is not None:
-            parts.append(f"loss {float(rec['loss']):.4f}")
-        if rec.get("tokens_per_s"):
-            parts.append(f"{_si(float(rec['tokens_per_s']))} tok/s")
-        quiet = now - self.last_progress
-        if quiet > self.stalled_after():
-            parts.append(f"stalled for {int(quiet)} s")
-        else:
-            eta = self.eta(now)
-            if eta is not None:
-                parts.append(f"ETA {human_duration(eta)}")
-        parts.append(f"elapsed {elapsed}")
-        return ", ".join(parts)
-
-    def eta(self, now: float) -> float | None:
-        first, last = self.first_train, self.last_train
-        if not first or not last or not self.total_steps:
-            return None
-        steps = int(last["step"]) - int(first["step"])
-        secs = float(last.get("time", 0)) - float(first.get("time", 0))
-        if steps <= 0 or secs <= 0:
-            return None
-        return max(0.0, (self.total_steps - int(last["step"])) * secs / steps)
-
-    def summary(self, now: float) -> str:
-        end = self.end_record or {}
-        last_step = self.last_train.get("step") if self.last_train else "?"
-        evals = [e["eval_loss"] for e in self.evals if e.get("eval_loss") is not None]
-        tps = (
-            [float(self.last_train["tokens_per_s"])]
-            if self.last_train and self.last_train.get("tokens_per_s")
-            else []
-        )
-        parts = [f"job {self.job} finished: step {end.get('step', last_step)}"]
-        if end.get("loss") is not None:
-            parts.append(f"final loss {float(end['loss']):.4f}")
-        if end.get("eval_loss") is not None:
-            parts.append(f"final eval loss {float(end['eval_loss']):.4f}")
-        if evals:
-            parts.append(f"best eval loss {min(float(e) for e in evals):.4f}")
-        if tps:
-            parts.append(f"{_si(tps[0])} tok/s")
-        parts.append(f"wall time {human_duration(now - self.started)}")
-        return ", ".join(parts)
-
     def report(self, now: float) -> dict[str, Any]:
         return {
             "start": self.start_record,
@@ -592,64 +442,3 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "stop_on_failure": {"type": "bool", "default": False},
     "stop_timeout": {"type": "float", "default": 30.0},
 }
-
-# Long-lived streams: fail fast on a dead peer (ServerAlive) instead of TCP's minutes-long retries.
-SSH_OPTIONS = [
-    "-T",
-    "-o", "BatchMode=yes",
-    "-o", "ConnectTimeout=15",
-    "-o", "ServerAliveInterval=5",
-    "-o", "ServerAliveCountMax=3",
-]  # fmt: skip
-
-
-def remote_argv(hostvars: Mapping[str, Any], name: str, remote: Sequence[str]) -> list[str]:
-    """A command on a node with its inventory connection settings (ssh; as is for ansible_connection=local):
-    address, port, user, key, common and extra ssh arguments."""
-    if hostvars.get("ansible_connection") == "local":
-        return list(remote)
-    argv = ["ssh", *SSH_OPTIONS]
-    port = hostvars.get("ansible_port") or hostvars.get("ansible_ssh_port")
-    if port:
-        argv += ["-p", str(port)]
-    key = hostvars.get("ansible_ssh_private_key_file") or hostvars.get("ansible_private_key_file")
-    if key:
-        argv += ["-i", str(key)]
-    user = hostvars.get("ansible_user") or hostvars.get("ansible_ssh_user")
-    if user:
-        argv += ["-l", str(user)]
-    for extra in ("ansible_ssh_common_args", "ansible_ssh_extra_args"):
-        if hostvars.get(extra):
-            argv += shlex.split(str(hostvars[extra]))
-    argv.append(str(hostvars.get("ansible_host") or name))
-    # ssh joins the remote words with spaces for the remote shell: quote each one.
-    argv.append(" ".join(shlex.quote(w) for w in remote))
-    return argv
-
-
-def agent_argv(
-    hostvars: Mapping[str, Any],
-    name: str,
-    *,
-    unit: str,
-    metrics: str,
-    log: str,
-    interval: float,
-    offset: int,
-    events: str = "",
-) -> list[str]:
-    """How to run the agent on a node: its source goes to the remote Python's stdin."""
-    python = str(hostvars.get("ansible_python_interpreter") or "/usr/bin/python3")
-    if python.startswith("auto"):
-        python = "/usr/bin/python3"
-    return remote_argv(
-        hostvars, name, [python, "-", unit, metrics or "", log, str(interval), str(offset), events]
-    )
-
-
-def stop_argv(hostvars: Mapping[str, Any], name: str, unit: str) -> list[str]:
-    """``systemctl stop UNIT`` on a node (through ``sudo -n`` unless Ansible logs in as root there): the
-    watcher stops the job everywhere as soon as it has a verdict, before the play's own stop task."""
-    user = str(hostvars.get("ansible_user") or hostvars.get("ansible_ssh_user") or getpass.getuser())
-    sudo = [] if user == "root" or hostvars.get("ansible_connection") == "local" else ["sudo", "-n"]
-    return remote_argv(hostvars, name, [*sudo, "systemctl", "stop", unit])

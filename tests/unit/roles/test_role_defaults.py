@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import data_ports
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLES = ["mesh_network", "nccl_env", "verify", "python_env", "nccl_mesh_plugin"]
@@ -49,7 +50,7 @@ def test_mesh_network_defaults_make_a_valid_plan() -> None:
         "mesh_network_link_pool": d["mesh_network_link_pool"],
         "mesh_network_node_pool": d["mesh_network_node_pool"],
     }
-    assert ma.mtu_errors(d["mesh_network_mtu"], "mesh_network_mtu") == []
+    assert data_ports.mtu_errors(d["mesh_network_mtu"], "mesh_network_mtu") == []
     assert ma.pool_errors(pools, "10.0.0.0/24") == []
     hosts = [f"node{i}" for i in range(1, 9)]
     for topology in ("mesh", "switched"):

@@ -13,7 +13,7 @@ import pytest
 from netaddr import IPNetwork
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling, host_plan, reachability
 
 POOL, PREFIX, NODES = "192.168.100.0/22", 30, "10.255.0.0/24"
 PLAN_ARGS = {
@@ -92,7 +92,7 @@ def test_rings_of_4_to_16_nodes(n: int) -> None:
 def test_ring_host_plans_route_every_node_address_along_the_ring(n: int) -> None:
     hosts = names(n)
     plans = {
-        h: ma.host_plan(
+        h: host_plan.host_plan(
             h,
             hosts,
             "mesh",
@@ -110,13 +110,13 @@ def test_ring_host_plans_route_every_node_address_along_the_ring(n: int) -> None
             assert link["routes"][0] == link["peer"]  # the peer's own route first (read back by safety)
             for target in link["routes"]:
                 assert plan["paths"][target][1] == link["peer"]
-        doc = ma.netplan_document(plan, 9000)["network"]["ethernets"]
+        doc = host_plan.netplan_document(plan, 9000)["network"]["ethernets"]
         assert sum(len(entry["routes"]) for entry in doc.values()) == n - 1
-        checks = ma.path_checks(plan, 9000)
+        checks = reachability.path_checks(plan, 9000)
         assert [c["dst"] for c in checks if c["kind"] == "node"] == [p for p in hosts if p != h]
         assert {c["hops"] for c in checks if c["kind"] == "node"} == set(range(1, n // 2 + 1))
         # The apply's rollback probe keeps to the node's own cables.
-        assert {t["address"] for t in ma.check_targets([], plan, 9000)} == {
+        assert {t["address"] for t in reachability.check_targets([], plan, 9000)} == {
             c["address"] for c in checks if c["hops"] == 1
         }
     assert plans["node3"]["forwarding"] == ["data0", "data1"] if n > 4 else plans["node3"]["forwarding"] == []
@@ -146,7 +146,7 @@ def test_rails_two_nodes_two_cables() -> None:
     links = ma.mesh_links(["node1", "node2"], POOL, PREFIX, ports)
     # The first cable keeps the pair's subnet, the second one comes from the top of the pool.
     assert [x["subnet"] for x in links] == ["192.168.100.0/30", "192.168.103.252/30"]
-    plan = ma.host_plan(
+    plan = host_plan.host_plan(
         "node1",
         ["node1", "node2"],
         "mesh",
@@ -159,9 +159,9 @@ def test_rails_two_nodes_two_cables() -> None:
         ("data0", 0, ["node2"], "192.168.100.1"),
         ("data1", 1, [], "192.168.103.253"),
     ]
-    ethernets = ma.netplan_document(plan, 9000)["network"]["ethernets"]
+    ethernets = host_plan.netplan_document(plan, 9000)["network"]["ethernets"]
     assert "routes" in ethernets["data0"] and "routes" not in ethernets["data1"]
-    assert [(c["kind"], c["expected_dev"]) for c in ma.path_checks(plan, 9000)] == [
+    assert [(c["kind"], c["expected_dev"]) for c in reachability.path_checks(plan, 9000)] == [
         ("link", "data0"),
         ("link", "data1"),
         ("node", "data0"),
@@ -213,7 +213,7 @@ def test_a_node_with_more_ports_than_peers() -> None:
     hosts = ["node1", "node2", "node3"]
     g = graph(ports)
     assert g.shape() == "chain" and g.max_cables() == 2 and g.transit() == ["node2"]
-    end = ma.host_plan(
+    end = host_plan.host_plan(
         "node1",
         hosts,
         "mesh",
@@ -225,7 +225,7 @@ def test_a_node_with_more_ports_than_peers() -> None:
     # The unused port gets nothing; node3's node address is routed through node2 over the one cable.
     assert [x["ifname"] for x in end["links"]] == ["data0"]
     assert end["links"][0]["routes"] == ["node2", "node3"] and end["hops"] == {"node2": 1, "node3": 2}
-    middle = ma.host_plan(
+    middle = host_plan.host_plan(
         "node2",
         hosts,
         "mesh",
@@ -258,8 +258,10 @@ def test_full_mesh_inventories_get_identical_addresses(n: int) -> None:
     assert g.shape() == "full_mesh" and g.order() == hosts and g.transit() == []
     interfaces = {f"data{k}": "" for k in range(n - 1)}
     for h in hosts:
-        legacy = ma.host_plan(h, hosts, "mesh", ports=full_mesh(n)[h], interfaces=interfaces, **PLAN_ARGS)
-        plan = ma.host_plan(
+        legacy = host_plan.host_plan(
+            h, hosts, "mesh", ports=full_mesh(n)[h], interfaces=interfaces, **PLAN_ARGS
+        )
+        plan = host_plan.host_plan(
             h,
             hosts,
             "mesh",
@@ -268,7 +270,7 @@ def test_full_mesh_inventories_get_identical_addresses(n: int) -> None:
             interfaces=interfaces,
             **PLAN_ARGS,
         )
-        assert ma.netplan_document(plan, 9000) == ma.netplan_document(legacy, 9000)
+        assert host_plan.netplan_document(plan, 9000) == host_plan.netplan_document(legacy, 9000)
         # One route per cable, to the peer: exactly the netplan a full mesh had.
         assert all(link["routes"] == [link["peer"]] for link in plan["links"])
 
@@ -367,7 +369,7 @@ def test_a_ring_of_rails_routes_over_cable_0_and_uses_every_cable() -> None:
     assert [c["k"] for c in g.path_cables("node1", "node3")] == [0, 0]
     links = ma.mesh_links(hosts, POOL, PREFIX, ports)
     assert len(links) == 8 and len({x["subnet"] for x in links}) == 8
-    plan = ma.host_plan(
+    plan = host_plan.host_plan(
         "node1",
         hosts,
         "mesh",

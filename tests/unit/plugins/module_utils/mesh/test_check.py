@@ -14,8 +14,8 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_check import ActionModule
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import check as mc
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import data_ports, host_plan
 
 from ...conftest import FIXTURE_DIR, ROOT, run_action
 
@@ -108,19 +108,19 @@ def test_a_full_mesh_gets_the_same_addresses_and_netplan_as_before() -> None:
     out = mc.check(inventory(lab_mesh(3)))
     assert out["errors"] == []
     plan = out["plan"]
-    legacy = ma.host_plan(
+    legacy = host_plan.host_plan(
         "node1",
         ["node1", "node2", "node3"],
         "mesh",
         ports=lab_mesh(3)["node1"],
-        interfaces=ma.ip_link_interfaces(ip_addr(1, ["data0", "data1"])),
+        interfaces=data_ports.ip_link_interfaces(ip_addr(1, ["data0", "data1"])),
         link_pool="192.168.100.0/22",
         link_prefix=30,
         node_pool="10.255.0.0/24",
         fabric_subnet="192.168.200.0/24",
         nodeaddr_ifname="nodeaddr0",
     )
-    assert plan["netplan"] == ma.netplan_document(legacy, 9000)
+    assert plan["netplan"] == host_plan.netplan_document(legacy, 9000)
     assert [(x["ifname"], x["address"], x["peer_address"]) for x in plan["links"]] == [
         ("data0", "192.168.100.1", "192.168.100.2"),
         ("data1", "192.168.100.5", "192.168.100.6"),

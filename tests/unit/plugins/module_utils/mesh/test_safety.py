@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import data_ports, host_plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import safety as ms
 
 from ...conftest import FIXTURE_DIR
@@ -20,7 +21,7 @@ ADDR = (FIXTURES / "ip_addr_node1_mesh.json").read_text()
 NO_DEFAULT = (FIXTURES / "ip_route_default_none.json").read_text()
 HOST_DEFAULT = (FIXTURES / "ip_route_default_host.json").read_text()
 NETPLAN = yaml.safe_load((FIXTURES / "netplan_node1_mesh.yaml.txt").read_text())
-IFACES = ma.ip_link_interfaces(ADDR)
+IFACES = data_ports.ip_link_interfaces(ADDR)
 POOL, PREFIX, NODES = "192.168.100.0/22", 30, "10.255.0.0/24"
 
 
@@ -129,7 +130,7 @@ def existing_for(hosts: list[str]) -> dict[str, dict[str, object]]:
     """What every node's file holds after the role applied the positional plan of ``hosts``."""
     out = {}
     for host in hosts:
-        plan = ma.host_plan(
+        plan = host_plan.host_plan(
             host,
             hosts,
             "mesh",
@@ -141,7 +142,7 @@ def existing_for(hosts: list[str]) -> dict[str, dict[str, object]]:
             fabric_subnet="192.168.200.0/24",
             nodeaddr_ifname="nodeaddr0",
         )
-        out[host] = ms.read_netplan(ma.netplan_document(plan, 9000), "nodeaddr0")
+        out[host] = ms.read_netplan(host_plan.netplan_document(plan, 9000), "nodeaddr0")
     return out
 
 
@@ -249,7 +250,7 @@ def test_the_two_ends_disagreeing_is_an_error() -> None:
 def test_host_plan_uses_the_layout() -> None:
     hosts = ["n1", "n2", "n3"]
     layout = ms.anchored_layout(["n3", "n2", "n1"], existing_for(hosts), POOL, PREFIX, NODES)
-    plan = ma.host_plan(
+    plan = host_plan.host_plan(
         "n1",
         ["n3", "n2", "n1"],
         "mesh",

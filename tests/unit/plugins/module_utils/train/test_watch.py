@@ -1,6 +1,5 @@
-"""train.yml's watcher: verdicts from the agents' lines, failure causes from real torchrun output, progress
-and
-summary lines, the SSH command per node (module_utils/train_watch, train_agent)."""
+"""train.yml's watcher: verdicts from the agents' lines, failure causes from real torchrun output, when a
+progress line is due (module_utils/train/watch.py); the agent's reading on a node (train_agent)."""
 
 from __future__ import annotations
 
@@ -10,32 +9,10 @@ from pathlib import Path
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as ta
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch as tw
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch_text
 
 from ...conftest import FIXTURE_DIR as FIXTURES
-
-RUNNING = {"LoadState": "loaded", "ActiveState": "active", "SubState": "running", "Result": "success"}
-FAILED = {
-    "LoadState": "loaded",
-    "ActiveState": "failed",
-    "SubState": "failed",
-    "Result": "exit-code",
-    "ExecMainCode": "1",
-    "ExecMainStatus": "1",
-}
-DONE = {
-    "LoadState": "loaded",
-    "ActiveState": "active",
-    "SubState": "exited",
-    "Result": "success",
-    "ExecMainStatus": "0",
-}
-
-
-def watch(*, total_steps: int = 100, **limits: float) -> tw.JobWatch:
-    limit = tw.Limits(**{"stall_timeout": 60.0, "startup_timeout": 300.0, "lost_timeout": 20.0, **limits})
-    return tw.JobWatch(
-        "tiny", ["node1", "node2", "node3"], total_steps=total_steps, started=1000.0, limits=limit
-    )
+from .conftest import DONE, FAILED, RUNNING, train_step, watch
 
 
 def feed_all(w: tw.JobWatch, unit: dict, now: float, **line: object) -> None:
@@ -113,19 +90,6 @@ def test_the_earliest_failure_is_named_with_its_rank_and_signal() -> None:
     assert out.log_tail == tail
 
 
-def test_failure_causes_from_the_trainer_and_from_python() -> None:
-    assert tw.failure_cause(["python -m rdmaops_trainer: error: data.path /x does not exist"], FAILED)[
-        "why"
-    ] == ("data.path /x does not exist")
-    assert (
-        tw.failure_cause(
-            ["Traceback (most recent call last):", "RuntimeError: Connection closed by peer"], FAILED
-        )["why"]
-        == "RuntimeError: Connection closed by peer"
-    )
-    assert tw.failure_cause([], FAILED)["why"] == "unit exit-code, exit status 1"
-
-
 def test_no_progress_for_the_stall_timeout_is_a_hang() -> None:
     w = watch()
     feed_all(w, RUNNING, 1001)
@@ -176,57 +140,32 @@ def test_a_silent_or_disconnected_node_is_lost() -> None:
     )
 
 
-def test_progress_line_has_step_loss_rate_and_eta() -> None:
-    w = watch()
-    assert w.progress_line(1005).startswith("[tiny] starting (5s): node1 starting")
-    w.feed(
-        "node1",
-        {
-            "phase": "running",
-            "unit": RUNNING,
-            "metrics": [
-                {"event": "train", "step": 10, "loss": 4.0, "tokens_per_s": 900, "time": 1010},
-                {"event": "train", "step": 30, "loss": 3.5, "tokens_per_s": 1500, "time": 1030},
-            ],
-        },
-        1030,
-    )
-    assert (
-        w.progress_line(1031) == "[tiny] step 30/100 (30%), loss 3.5000, 1.5k tok/s, ETA 1m10s, elapsed 31s"
-    )
-
-
-def _step(w: tw.JobWatch, step: int, now: float) -> None:
-    rec = {"event": "train", "step": step, "loss": 4.0, "tokens_per_s": 900, "time": now}
-    w.feed("node1", {"phase": "running", "unit": RUNNING, "metrics": [rec]}, now)
-
-
 def test_progress_is_shown_at_start_on_the_first_step_and_every_interval() -> None:
     w = watch()
     assert w.progress_due(1000, 30, None)  # the start
     assert not w.progress_due(1010, 30, None)
-    _step(w, 5, 1012)
+    train_step(w, 5, 1012)
     assert w.progress_due(1012, 30, None)  # the first step, before the interval is up
-    _step(w, 10, 1020)
+    train_step(w, 10, 1020)
     assert not w.progress_due(1020, 30, None)
     assert w.progress_due(1042, 30, None)
 
 
-def test_a_job_shorter_than_the_interval_still_shows_a_step() -> None:
+def test_a_job_shorter_than_the_interval_still_shows_atrain_step() -> None:
     # The first step record arrives with the end: the only chance to show the last step and its loss.
     w = watch()
     assert w.progress_due(1000, 30, None)
-    _step(w, 30, 1008)
+    train_step(w, 30, 1008)
     done = tw.Outcome("succeeded", "job tiny finished")
     assert w.progress_due(1008, 30, done)
-    assert w.progress_line(1008).startswith("[tiny] step 30/100 (30%), loss 4.0000")
+    assert watch_text.progress_line(w, 1008).startswith("[tiny] step 30/100 (30%), loss 4.0000")
     assert not w.progress_due(1009, 30, done)
 
 
 def test_no_progress_line_after_a_failure() -> None:
     w = watch()
     w.progress_due(1000, 30, None)
-    _step(w, 5, 1005)
+    train_step(w, 5, 1005)
     assert not w.progress_due(1005, 30, tw.Outcome("failed", "job tiny failed on node2"))
 
 
@@ -244,41 +183,12 @@ def test_agent_reads_only_new_complete_lines(tmp_path: Path) -> None:
     assert ta.last_records(str(path)) == {"start": {"event": "start"}, "train": {"event": "train", "step": 1}}
 
 
-def test_agent_command_follows_the_inventory_connection() -> None:
-    hv = {
-        "ansible_host": "10.99.0.10",
-        "ansible_user": "root",
-        "ansible_port": 2222,
-        "ansible_ssh_private_key_file": "/k/id",
-        "ansible_ssh_common_args": "-o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no",
-        "ansible_python_interpreter": "/usr/bin/python3",
-    }
-    argv = tw.agent_argv(
-        hv, "node1", unit="rdmaops-train-tiny.service", metrics="/s/m.jsonl", log="/l", interval=2.0, offset=7
-    )
-    assert argv[0] == "ssh" and "BatchMode=yes" in argv and "ServerAliveInterval=5" in argv
-    assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-i") + 1] == "/k/id"
-    assert argv[argv.index("-l") + 1] == "root" and "UserKnownHostsFile=/dev/null" in argv
-    assert argv[-2:] == ["10.99.0.10", "/usr/bin/python3 - rdmaops-train-tiny.service /s/m.jsonl /l 2.0 7 ''"]
-    local = tw.agent_argv(
-        {"ansible_connection": "local"},
-        "x",
-        unit="u",
-        metrics="",
-        log="/l",
-        interval=1,
-        offset=0,
-        events="/e",
-    )
-    assert local == ["/usr/bin/python3", "-", "u", "", "/l", "1", "0", "/e"]
-
-
 def test_a_peer_that_lost_its_connection_is_not_the_cause() -> None:
     # Seen on the lab: kill -9 of node2's rank; node1's rank 0 then failed in a barrier ("Connection closed by
     # peer") and node1 reported first. The killed rank is the cause, whichever node reports first.
     killed = (FIXTURES / "torchrun" / "root_cause_sigkill.txt").read_text().splitlines()
     peer = (FIXTURES / "torchrun" / "root_cause_peer_closed.txt").read_text().splitlines()
-    cause = tw.failure_cause(peer, FAILED)
+    cause = watch_text.failure_cause(peer, FAILED)
     assert cause["rank"] == 0 and cause["peer_gone"] is True
     assert cause["why"].startswith("RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/")
     assert "Connection closed by peer [10.255.0.2]" in cause["why"]
@@ -451,11 +361,11 @@ def test_an_orphan_rank_that_fails_after_the_last_step_fails_the_job() -> None:
 
 def test_the_unit_main_process_killed_is_named() -> None:
     killed = {"Id": "rdmaops-train-t.service", "Result": "signal", "ExecMainCode": "2", "ExecMainStatus": "9"}
-    cause = tw.failure_cause([], killed)
+    cause = watch_text.failure_cause([], killed)
     assert cause == {"why": "killed by signal 9", "where": "the unit's main process", "peer_gone": False}
     # what the ranks said as systemd stopped them does not hide it
     peer = (FIXTURES / "torchrun" / "root_cause_peer_closed.txt").read_text().splitlines()
-    assert tw.failure_cause(peer, killed)["where"] == "the unit's main process"
+    assert watch_text.failure_cause(peer, killed)["where"] == "the unit's main process"
     w = watch()
     feed_all(w, RUNNING, 1001)
     w.feed("node2", {"phase": "failed", "unit": killed, "exited_at": 1010.0, "log_tail": peer}, 1010)
@@ -516,16 +426,6 @@ def test_at_the_stall_timeout_the_states_name_the_odd_rank() -> None:
         "rank 1 on node2 (pid 101) is in uninterruptible sleep (state D: waiting on the kernel, often I/O)"
         in (out.message)
     )
-
-
-def test_the_progress_line_says_stalled_instead_of_a_stale_eta() -> None:
-    w = watch()
-    _step(w, 10, 1010)
-    _step(w, 20, 1020)
-    assert "ETA 1m20s" in w.progress_line(1021)
-    line = w.progress_line(1060)  # 40 s since the last step, 4 times the usual 10 s
-    assert "stalled for 40 s" in line and "ETA" not in line
-    assert w.progress_line(1045).count("ETA") == 1  # 25 s: still within 30 s
 
 
 def test_agent_process_table(tmp_path: Path) -> None:

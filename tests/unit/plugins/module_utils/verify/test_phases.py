@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import host_plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import phases
 
 from ...conftest import ROOT
@@ -77,7 +77,7 @@ def plans_of(ports: dict[str, dict[str, Any]]) -> dict[str, Any]:
     out = {}
     for h in hosts:
         interfaces = {p: "" for v in ports[h].values() for p in (v if isinstance(v, list) else [v])}
-        out[h] = ma.host_plan(
+        out[h] = host_plan.host_plan(
             h, hosts, "mesh", ports=ports[h], all_ports=ports, interfaces=interfaces, **POOLS
         )
     return out

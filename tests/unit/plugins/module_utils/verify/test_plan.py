@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import host_plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import plan as vp
 
 # The mesh_network role's defaults, given explicitly as the role does.
@@ -28,13 +28,13 @@ def mesh_plans(hosts: list[str]) -> dict[str, Any]:
         interfaces = {
             name: f"02:00:00:00:{hosts.index(host):02x}:{k:02x}" for k, name in enumerate(ports.values())
         }
-        plans[host] = ma.host_plan(host, hosts, "mesh", ports=ports, interfaces=interfaces, **POOLS)
+        plans[host] = host_plan.host_plan(host, hosts, "mesh", ports=ports, interfaces=interfaces, **POOLS)
     return plans
 
 
 def switched_plans(hosts: list[str]) -> dict[str, Any]:
     return {
-        h: ma.host_plan(
+        h: host_plan.host_plan(
             h, hosts, "switched", fabric_port="fab0", interfaces={"fab0": "02:00:00:00:00:01"}, **POOLS
         )
         for h in hosts

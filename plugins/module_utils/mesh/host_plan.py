@@ -1,0 +1,232 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One node's plan, and the netplan document that configures it.
+
+host_plan: what one node needs (its node address, the interface sockets bind, each cable's port, addresses
+and routes, the hops and path to every peer), from the pools' numbering (addressing) or the addresses in
+use (safety.anchored_layout), the node's ports (data_ports) and the cabling graph (cabling).
+netplan_document renders a plan as netplan v2; expected_addresses lists the addresses it configures, which
+netplan_apply checks after the apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.addressing import (
+    MeshAddressingError,
+    cable_links,
+    check_hosts,
+    node_addresses,
+    parse_pool,
+    parse_prefix,
+    switched_addresses,
+)
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.data_ports import (
+    mtu_errors,
+    port_errors,
+    resolve_port,
+)
+
+# --------------------------------------------------------------------------- per-host plan
+
+
+def _resolved(spec: Any, interfaces: Mapping[str, str]) -> dict[str, str]:
+    port, err = resolve_port(spec, interfaces, "port")
+    if port is None:
+        raise MeshAddressingError(err or f"port {spec!r} cannot be resolved")
+    return port
+
+
+def host_plan(
+    host: str,
+    hosts: Any,
+    topology: str,
+    *,
+    ports: Mapping[str, Any] | None = None,
+    all_ports: Mapping[str, Any] | None = None,
+    fabric_port: Any = None,
+    interfaces: Mapping[str, str] | None = None,
+    link_pool: str,
+    link_prefix: Any,
+    node_pool: str,
+    fabric_subnet: str,
+    nodeaddr_ifname: str,
+    layout: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """What one host needs: its node address, the interface sockets should bind, its cables and routes.
+
+    ``ports`` is this host's mesh_network_ports, ``all_ports`` every host's (the cabling graph; this host's
+    entry is replaced by ``ports``). The pools and names have no defaults here: the mesh_network role's
+    defaults own them. ``layout`` (safety.anchored_layout: node addresses and cable subnets, the ones in use
+    kept) replaces the positional numbering when given.
+
+    Each link (one per cable of this host) carries ``routes``: the hosts whose node address is routed over
+    it, along a shortest path (cabling.Graph.next_hop); a pair's further cables (rails) carry none.
+    """
+    names = check_hosts(hosts)
+    if host not in names:
+        raise MeshAddressingError(f"host {host!r} is not in the host list {names!r}")
+    ifaces = dict(interfaces or {})
+    errors = port_errors(host, names, topology, ports or {}, fabric_port, ifaces)
+    if errors:
+        raise MeshAddressingError("; ".join(errors))
+    plan: dict[str, Any] = {"host": host, "index": names.index(host), "topology": topology}
+    if topology == "switched":
+        fabric = _resolved(fabric_port, ifaces)
+        mine = switched_addresses(names, fabric_subnet)
+        plan.update(
+            node_address=mine[host]["address"],
+            socket_ifname=fabric["name"],
+            links=[],
+            fabric={**fabric, **mine[host], "subnet": str(parse_pool(fabric_subnet, "subnet").cidr)},
+            peers={h: mine[h]["address"] for h in names if h != host},
+            hops={h: 1 for h in names if h != host},
+            forwarding=[],
+        )
+        return plan
+    mine = dict(ports or {})
+    if all_ports is None:
+        # Only this host's ports are known: the others are taken to cable every pair (a full mesh), each
+        # facing this host with as many cables as it lists, ports unnamed.
+        unnamed = {"name": ""}
+        every = {
+            h: {
+                p: [unnamed] * (len(cabling.port_specs(mine.get(h))) if p == host else 1)
+                for p in names
+                if p != h
+            }
+            for h in names
+            if h != host
+        }
+    else:
+        every = {h: v for h, v in dict(all_ports).items() if h in names}
+    every[host] = mine
+    cable_list, cable_errors = cabling.cables(names, every)
+    if cable_errors:
+        raise MeshAddressingError("; ".join(cable_errors))
+    graph = cabling.Graph(names, cable_list)
+    nodes = dict(layout["nodes"]) if layout else node_addresses(names, node_pool)
+    if layout:
+        all_links = list(layout["links"])
+    else:
+        net = parse_pool(link_pool)
+        all_links = cable_links(names, cable_list, net, parse_prefix(link_prefix, net))
+    by_cable = {(c["a"], c["b"], c["k"]): c for c in cable_list}
+    routed: dict[str, list[str]] = {}
+    for dst in names:
+        step = graph.next_hop(host, dst)
+        if step is not None:
+            routed.setdefault(step, []).append(dst)
+    links: list[dict[str, Any]] = []
+    for link in all_links:
+        if host not in (link["a"], link["b"]):
+            continue
+        k = int(link.get("k") or 0)
+        cable = by_cable.get((link["a"], link["b"], k))
+        if cable is None:
+            continue  # a layout entry for a cable that is gone
+        me_a = link["a"] == host
+        peer = link["b"] if me_a else link["a"]
+        port = _resolved(cable["a_port"] if me_a else cable["b_port"], ifaces)
+        links.append(
+            {
+                "peer": peer,
+                "k": k,
+                "ifname": port["name"],
+                "macaddress": port["macaddress"],
+                "peer_port": cabling.port_name(cable["b_port"] if me_a else cable["a_port"]),
+                "cable": cabling.cable_label(cable),
+                "subnet": link["subnet"],
+                "prefix": int(link["subnet"].split("/")[1]),
+                "address": link["a_ip"] if me_a else link["b_ip"],
+                "peer_address": link["b_ip"] if me_a else link["a_ip"],
+                "peer_node_address": nodes[peer],
+                # The peer's own node address first: read_netplan names a link's peer by its first route.
+                "routes": sorted(routed.get(peer, []), key=lambda h: (h != peer, names.index(h)))
+                if k == 0
+                else [],
+            }
+        )
+    links.sort(key=lambda entry: (names.index(entry["peer"]), entry["k"]))
+    hops = {h: graph.hops(host, h) for h in names if h != host}
+    plan.update(
+        node_address=nodes[host],
+        socket_ifname=nodeaddr_ifname,
+        links=links,
+        fabric=None,
+        peers={h: nodes[h] for h in names if h != host},
+        hops=hops,
+        paths={h: graph.path(host, h) for h in names if h != host},
+        # Packets between two other nodes pass here: the data ports forward them.
+        forwarding=[entry["ifname"] for entry in links] if host in graph.transit() else [],
+    )
+    return plan
+
+
+# --------------------------------------------------------------------------- netplan
+
+
+def netplan_document(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
+    """The netplan v2 document for the data ports in ``plan`` (networkd renderer)."""
+    errors = mtu_errors(mtu, "mtu")
+    if errors:
+        raise MeshAddressingError(errors[0])
+    mtu_value = int(mtu)
+    ethernets: dict[str, Any] = {}
+    network: dict[str, Any] = {"version": 2, "ethernets": ethernets}
+
+    def port(ifname: str, mac: str) -> dict[str, Any]:
+        entry: dict[str, Any] = {"renderer": "networkd"}
+        if mac:
+            # Match by MAC so a renamed or re-enumerated NIC still gets its address.
+            entry["match"] = {"macaddress": mac}
+            entry["set-name"] = ifname
+        entry.update({"mtu": mtu_value, "optional": True, "link-local": []})
+        return entry
+
+    if plan["topology"] == "switched":
+        fabric = plan["fabric"]
+        entry = port(fabric["name"], fabric["macaddress"])
+        entry["addresses"] = [fabric["cidr"]]
+        ethernets[fabric["name"]] = entry
+        return {"network": network}
+
+    own = plan["node_address"]
+    peers = plan["peers"]
+    for link in plan["links"]:
+        entry = port(link["ifname"], link["macaddress"])
+        entry["addresses"] = [f"{link['address']}/{link['prefix']}"]
+        # Host routes to the node addresses behind this cable (the peer's, and those reached through it),
+        # sourced from our node address, so sockets bound to the node address stay on the data cables.
+        targets = link.get("routes", [link["peer"]])
+        if targets:
+            entry["routes"] = [
+                {"to": f"{peers[h]}/32", "via": link["peer_address"], "from": own} for h in targets
+            ]
+        ethernets[link["ifname"]] = entry
+    # An empty bridge holds the node address: it is always up (ignore-carrier) and,
+    # unlike lo, gives gloo/NCCL an interface name that resolves to that address.
+    network["bridges"] = {
+        plan["socket_ifname"]: {
+            "renderer": "networkd",
+            "interfaces": [],
+            "addresses": [f"{own}/32"],
+            "ignore-carrier": True,
+            "link-local": [],
+        }
+    }
+    return {"network": network}
+
+
+def expected_addresses(plan: Mapping[str, Any]) -> list[dict[str, str]]:
+    """(ifname, address/len) pairs the plan configures, for netplan_apply's expect_addresses."""
+    if plan.get("topology") == "switched":
+        fabric = plan["fabric"]
+        return [{"ifname": fabric["name"], "address": fabric["cidr"]}]
+    out = [
+        {"ifname": link["ifname"], "address": f"{link['address']}/{link['prefix']}"} for link in plan["links"]
+    ]
+    out.append({"ifname": plan["socket_ifname"], "address": f"{plan['node_address']}/32"})
+    return out
