@@ -1,17 +1,21 @@
-"""What the lab test scripts share (tests/train/run.py, tests/mesh/run.py, tests/mesh_append/run.py):
-the repo's Ansible settings for the plays they run, the venv's tools, PASS/FAIL checks and the case loop.
+"""What the lab test scripts share (tests/train/run.py, tests/mesh/run.py, tests/mesh_append/run.py, ...):
+the repo's Ansible settings for the plays they run, the venv's tools, a play's bounded end (its process tree
+killed past the bound), PASS/FAIL checks and the case loop.
 Each script puts tests/ on sys.path and imports this; nothing here knows a lab's layout.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS: list[tuple[str, bool, str]] = []
@@ -39,6 +43,58 @@ def tool(name: str) -> str:
     """A command of the running venv (ansible-playbook, ansible) when it has one, else from PATH."""
     local = Path(sys.executable).with_name(name)
     return str(local) if local.exists() else name
+
+
+def process_tree(pid: int) -> list[int]:
+    """A process and all its descendants (Ansible's workers leave its process group, so not by group)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += children.get(p, [])
+    return tree
+
+
+def signal_tree(pid: int, sig: signal.Signals) -> int:
+    """SIG to a process and every descendant at once; how many there were."""
+    tree = process_tree(pid)
+    for p in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, sig)
+    return len(tree)
+
+
+def finish(proc: subprocess.Popen[str], timeout: float) -> str:
+    """A play's output once it ended (bounded by TIMEOUT). One that outlives it is killed with all its
+    workers and modules (they would go on acting on the lab, holding locks or jobs, during the next case),
+    and its output ends with a line saying so."""
+    try:
+        return proc.communicate(timeout=timeout)[0] or ""
+    except subprocess.TimeoutExpired:
+        signal_tree(proc.pid, signal.SIGKILL)
+        out = proc.communicate()[0] or ""
+        return out + f"\n(killed after {timeout:g} s)\n"
+
+
+def run_bounded(argv: list[str], timeout: float, **popen: Any) -> tuple[int, str, str]:
+    """ARGV's exit status, stdout and stderr, bounded by TIMEOUT: past it, its whole process tree is killed
+    (subprocess.run's timeout kills only the first process; a play's workers would live on) and the status
+    is 124."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        return proc.returncode, out, err
+    except subprocess.TimeoutExpired:
+        signal_tree(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return 124, out or "", (err or "") + f"\n(killed after {timeout:g} s)\n"
 
 
 def check(name: str, ok: bool, detail: str = "") -> bool:

@@ -72,6 +72,9 @@ attributes:
     platforms: posix
 notes:
   - Needs C(netplan), C(networkctl) and C(ping) on the node.
+  - A test hook, for the lab's tests only - while C(/run/rdmaops-test/netplan_apply.hold) exists on the node, the
+    module stops itself (SIGSTOP) right after the reload, before its probes, and writes its PID to that path plus
+    C(.pid), so that a test can cut the node off in that moment and then send SIGCONT.
 """
 
 EXAMPLES = r"""
@@ -102,7 +105,9 @@ required_targets:
   elements: str
   sample: ["10.99.0.1", "192.168.100.2 (DF 8972 B)"]
 waited:
-  description: Seconds until all required targets answered after the reload.
+  description:
+    - Seconds until all required targets answered after the reload; on a rollback because targets stopped
+      answering, seconds from the reload until the restored configuration answered (or was given up on).
   returned: always
   type: float
   sample: 1.02

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +24,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import add_tier
+from labkit import add_tier, run_bounded
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT_CMD = (
@@ -51,10 +50,10 @@ def bin_path(name: str) -> str:
 
 def ansible_output(tool: str, *argv: str) -> str:
     """The standard output of an Ansible command that must succeed, run from the repo as the tests run it."""
-    proc = subprocess.run(
-        [bin_path(tool), *argv], cwd=ROOT, env=ansible_env(), capture_output=True, text=True, check=True
-    )
-    return proc.stdout
+    rc, out, err = run_bounded([bin_path(tool), *argv], 300, cwd=ROOT, env=ansible_env())
+    if rc != 0:
+        raise RuntimeError(f"{tool} {' '.join(argv)}: rc={rc}\n{err[-2000:]}")
+    return out
 
 
 def list_hosts(inventory: Path) -> list[str]:
@@ -65,24 +64,9 @@ def list_hosts(inventory: Path) -> list[str]:
 def snapshot(inventory: Path) -> dict[str, str]:
     env = ansible_env()
     env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    proc = subprocess.run(
-        [
-            bin_path("ansible"),
-            "all:!switches",
-            "-i",
-            str(inventory),
-            "-m",
-            "ansible.builtin.shell",
-            "-a",
-            SNAPSHOT_CMD,
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    data = json.loads(proc.stdout)
+    argv = [bin_path("ansible"), "all:!switches", "-i", str(inventory), "-m", "ansible.builtin.shell"]
+    _rc, out, _err = run_bounded([*argv, "-a", SNAPSHOT_CMD], 300, cwd=ROOT, env=env)
+    data = json.loads(out)
     hosts = data["plays"][0]["tasks"][0]["hosts"]
     return {host: str(result.get("stdout", result.get("msg", ""))) for host, result in hosts.items()}
 
@@ -159,21 +143,17 @@ def run_case(
     with tempfile.TemporaryDirectory(prefix="rdmaops-badinv-") as tmp:
         inv = make_inventory(source, case, names, Path(tmp))
         start = time.monotonic()
-        proc = subprocess.run(
-            [bin_path("ansible-playbook"), "-i", str(inv), str(site)],
-            cwd=ROOT,
-            env=ansible_env(),
-            capture_output=True,
-            text=True,
-            check=False,
+        # a refusal comes before any change; 600 s bounds a run that wrongly goes on
+        rc, out, err = run_bounded(
+            [bin_path("ansible-playbook"), "-i", str(inv), str(site)], 600, cwd=ROOT, env=ansible_env()
         )
         elapsed = time.monotonic() - start
-    output = proc.stdout + proc.stderr
+    output = out + err
     expect = fill(case["expect"], names)
     started = [task for task in CHANGING_TASKS if f"TASK [rdmaops.cluster.mesh_network : {task}" in output]
     message = next((line.strip() for line in output.splitlines() if expect in line), "")
     problems = []
-    if proc.returncode == 0:
+    if rc == 0:
         problems.append("site.yml succeeded")
     if not message:
         problems.append(f"no output line contains {expect!r}")

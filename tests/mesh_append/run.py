@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,16 +19,16 @@ import yaml
 from netaddr import IPAddress, IPNetwork
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, env, tool
+from labkit import ROOT, env, run_bounded, tool
 
 
 def run(argv: list[str], what: str) -> float:
     start = time.monotonic()
-    proc = subprocess.run(argv, cwd=ROOT, env=env(), capture_output=True, text=True, check=False)
+    rc, out, err = run_bounded(argv, 900, cwd=ROOT, env=env())
     elapsed = time.monotonic() - start
-    if proc.returncode != 0:
-        print(proc.stdout[-4000:] + proc.stderr[-2000:])
-        raise SystemExit(f"{what} failed (rc={proc.returncode})")
+    if rc != 0:
+        print(out[-4000:] + err[-2000:])
+        raise SystemExit(f"{what} failed (rc={rc})")
     return elapsed
 
 
@@ -37,24 +36,9 @@ def data_addresses(inventory: Path, mgmt: IPNetwork) -> dict[str, list[str]]:
     """{node: ['ifname a.b.c.d/len', ...]} for every IPv4 address outside management and loopback."""
     ansible_env = env()
     ansible_env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    proc = subprocess.run(
-        [
-            tool("ansible"),
-            "all:!switches",
-            "-i",
-            str(inventory),
-            "-m",
-            "ansible.builtin.command",
-            "-a",
-            "ip -j addr show",
-        ],
-        cwd=ROOT,
-        env=ansible_env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    hosts = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]
+    argv = [tool("ansible"), "all:!switches", "-i", str(inventory), "-m", "ansible.builtin.command"]
+    _rc, out, _err = run_bounded([*argv, "-a", "ip -j addr show"], 300, cwd=ROOT, env=ansible_env)
+    hosts = json.loads(out)["plays"][0]["tasks"][0]["hosts"]
     out: dict[str, list[str]] = {}
     for host, result in hosts.items():
         entries = []

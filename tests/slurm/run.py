@@ -23,8 +23,19 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import check, run_cases
-from train.run import SMI_XML, TRAINER, Lab, gone_after, metrics, smi_with_ecc_errors, wait_for_step
+from labkit import check, finish, run_cases
+from train.run import (
+    SMI_XML,
+    TRAINER,
+    Lab,
+    gone_after,
+    metrics,
+    pause_args,
+    paused,
+    resume_all,
+    smi_with_ecc_errors,
+    wait_for_step,
+)
 
 CONTROLLER = "slurm_controller"
 # What a refused run must leave as it was, per node.
@@ -166,11 +177,16 @@ def case_train(lab: SlurmLab) -> None:
     # then stopped by train_stop.yml. The watched Slurm launch is case_kill_task's.
     job = "t-slurm"
     subprocess.run(["rm", "-rf", str(lab.shared(f"/shared/train/{job}"))], check=False)
+    # the ranks hold before their first step (RDMAOPS_TRAINER_PAUSE=start) while the counters are read
     rc, _out, took = lab.play(
         "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "launcher=slurm", "-e", "steps=2000",
-        "-e", "detach=true",
+        "-e", "detach=true", *pause_args("start"),
     )  # fmt: skip
-    before = lab.counters()
+    try:
+        held = paused(lab)
+        before = lab.counters()
+    finally:
+        resume_all(lab)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not any(
         r.get("event") == "train" and r.get("step", 0) >= 30 for r in metrics(lab, job)
@@ -189,9 +205,9 @@ def case_train(lab: SlurmLab) -> None:
     mgmt = sum(after[h][i] - before[h].get(i, 0) for h in lab.hosts for i in after[h] if i.startswith("mgmt"))
     check(
         "its traffic is on the mesh links",
-        mesh > 20 * mgmt and mesh > 1e6,
-        f"to step {step}: mesh ports {mesh / 1e6:.1f} MB, management {mgmt / 1e6:.2f} MB (Slurm's own "
-        "messages included)",
+        held and mesh > 20 * mgmt and mesh > 1e6,
+        f"held before step 1 {held}, to step {step}: mesh ports {mesh / 1e6:.1f} MB, management "
+        f"{mgmt / 1e6:.2f} MB (Slurm's own messages included)",
     )
     running = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job} --format=%T").stdout.strip()
     src, _out, took = lab.play("playbooks/train_stop.yml", "-e", f"job={job}")
@@ -204,14 +220,27 @@ def case_train(lab: SlurmLab) -> None:
         f"squeue {queued or 'empty'}",
     )
     script = lab.shared(f"/shared/train/{job}/{job}.sbatch")
-    res = lab.ssh(lab.hosts[0], f"cd /shared/train/{job} && sbatch --parsable --wait {job}.sbatch 40 2 1e-3")
-    job_id = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else "?"
+    # the kept script carries the job's environment, the hold before step 1 included: released once held
+    by_hand = lab.ssh_async(
+        lab.hosts[0], f"cd /shared/train/{job} && sbatch --parsable --wait {job}.sbatch 40 2 1e-3"
+    )
+    try:
+        held = paused(lab)
+    finally:
+        resume_all(lab)
+    try:
+        stdout, _err = by_hand.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        by_hand.kill()
+        stdout, _err = by_hand.communicate()
+    job_id = stdout.strip().splitlines()[-1] if stdout.strip() else "?"
     records = metrics(lab, job)
     runs = [r for r in records if r.get("event") == "start"]
     check(
         "the kept script runs by hand: sbatch JOB.sbatch 40 2 1e-3",
         script.exists()
-        and res.returncode == 0
+        and held
+        and by_hand.returncode == 0
         and bool(runs)
         and runs[-1].get("steps") == 40
         and [r for r in records if r.get("event") == "end"][-1]["step"] == 40,
@@ -235,28 +264,32 @@ def case_kill_task(lab: SlurmLab) -> None:
             (proc.stdout.read() if proc.stdout else "")[-800:],
         )
         return
-    killed = lab.ssh(victim, f"pkill -9 -f -o '{TRAINER}' && echo killed").stdout.strip()
-    at = time.monotonic()
-    try:
-        out = proc.communicate(timeout=120)[0]
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out = ""
-    took = time.monotonic() - at
+    slurm_id = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job} --format=%i").stdout.strip()
+    # the kill's moment on the victim's clock, and below the job's end as Slurm recorded it (nodes share the
+    # host's clock): the figure is the product's, not this script's view of it
+    stamped = lab.ssh(victim, f"date +%s.%N; pkill -9 -f -o '{TRAINER}' && echo killed").stdout.split()
+    out = finish(proc, 120)
     # scancel ends the job step's tasks asynchronously: a bounded wait for every node's trainers to go
     gone = gone_after(lab, time.time(), 30)
     left = {h: lab.ssh(h, f"pgrep -f '{TRAINER}' || true").stdout.split() for h in lab.hosts}
     queued = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job}").stdout.strip()
+    end_time = lab.ssh(
+        lab.hosts[0],
+        f"date -d \"$(scontrol show job {slurm_id or 0} -o | grep -o 'EndTime=[^ ]*' | cut -d= -f2)\" +%s",
+    ).stdout.strip()
+    ended = float(end_time) - float(stamped[0]) if end_time.isdigit() and stamped else None
     check(
         f"kill -9 of one trainer on {victim}: the job and the play fail, nothing left running",
-        killed == "killed"
+        stamped[1:] == ["killed"]
         and proc.returncode not in (0, None)
-        and took <= 30
+        and ended is not None
+        and ended <= 30
         and not any(left.values())
         and not queued
         and "the Slurm job was cancelled" in out,
-        f"play failed {took:.1f} s after the kill, every rank gone {gone and round(gone, 1)} s after that; "
-        f"trainers left: {left}; squeue: {queued or 'empty'}",
+        f"Slurm job {slurm_id or '?'} ended {ended if ended is None else round(ended)} s after the kill (its "
+        f"EndTime), every rank gone {gone and round(gone, 1)} s after the play; trainers left: {left}; "
+        f"squeue: {queued or 'empty'}",
     )
 
 
@@ -321,7 +354,10 @@ def stale_munged(lab: SlurmLab, host: str) -> bool:
         "set -e; cp -p /etc/munge/munge.key /root/cluster.key;"
         " mungekey --create --force --keyfile /root/other.key;"
         " install -m 0400 -o munge -g munge /root/other.key /etc/munge/munge.key; systemctl restart munge;"
-        " sleep 1.1; cat /root/cluster.key > /etc/munge/munge.key; rm -f /root/cluster.key /root/other.key",
+        " cat /root/cluster.key > /etc/munge/munge.key; rm -f /root/cluster.key /root/other.key;"
+        # the file a second newer than munged's start, as the role compares whole seconds: set, not waited for
+        " started=$(systemctl show munge -P ExecMainStartTimestamp --timestamp=unix | tr -d @);"
+        ' touch -d "@$((started + 1))" /etc/munge/munge.key',
     )
     cred = lab.ssh(lab.hosts[0], "munge -n").stdout.strip()
     decoded = lab.ssh(host, f"echo {cred} | unmunge >/dev/null 2>&1 && echo ok || echo failed").stdout

@@ -10,10 +10,8 @@ equal to running, how many sessions were opened. One line per check, "N passed, 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
-import os
 import re
 import signal
 import subprocess
@@ -25,9 +23,22 @@ from typing import Any
 
 import yaml
 from ncclient import manager
+from ncclient.transport import AuthenticationError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, add_tier, check, chosen, env, run_cases, tool
+from labkit import (
+    ROOT,
+    add_tier,
+    check,
+    chosen,
+    env,
+    finish,
+    process_tree,
+    run_bounded,
+    run_cases,
+    signal_tree,
+    tool,
+)
 
 PLAYBOOK = "playbooks/switch_qos.yml"
 MONITORING = "urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring"
@@ -89,10 +100,8 @@ class Switch:
     def play(self, *extra: str, timeout: float = 300) -> tuple[int, str, float]:
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), "--limit", self.name, PLAYBOOK, *extra]
         start = time.monotonic()
-        proc = subprocess.run(
-            argv, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, check=False
-        )
-        return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start
+        rc, out, err = run_bounded(argv, timeout, cwd=ROOT, env=env())
+        return rc, out + err, time.monotonic() - start
 
     def play_async(self, *extra: str) -> subprocess.Popen[str]:
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), "--limit", self.name, PLAYBOOK, *extra]
@@ -254,32 +263,6 @@ def case_bad_inputs(sw: Switch) -> None:
         )
 
 
-def _tree(pid: int) -> list[int]:
-    """A process and all its descendants (Ansible's workers leave its process group, so not by group)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    tree, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        tree.append(p)
-        todo += children.get(p, [])
-    return tree
-
-
-def _signal_tree(pid: int, sig: signal.Signals) -> int:
-    """SIG to a process and every descendant at once; how many there were."""
-    tree = _tree(pid)
-    for p in tree:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(p, sig)
-    return len(tree)
-
-
 def _netconf_sessions(pids: list[int]) -> int:
     """Established TCP connections to a NETCONF port (830) that these processes hold (ss -p on the host)."""
     out = subprocess.run(
@@ -296,8 +279,8 @@ def _frozen_in_hold(proc: subprocess.Popen[str]) -> bool:
     """Freeze the play (SIGSTOP to its whole tree) and say whether it was inside its hold before the confirm:
     its module holds exactly the one session it committed on (the management check after the hold opens a
     second, the confirm then ends both). Frozen, the play stays there while a case injects a fault."""
-    _signal_tree(proc.pid, signal.SIGSTOP)
-    return _netconf_sessions(_tree(proc.pid)) == 1
+    signal_tree(proc.pid, signal.SIGSTOP)
+    return _netconf_sessions(process_tree(proc.pid)) == 1
 
 
 def _wait_for(sw: Switch, text: str, present: bool, limit: float) -> float | None:
@@ -332,8 +315,10 @@ def _refused(sw: Switch, limit: float = 30) -> bool:
     while time.monotonic() < deadline:
         try:
             sw.session().close_session()
-        except Exception:  # refused: the deny holds
+        except AuthenticationError:  # refused: the deny holds
             return True
+        except Exception:  # e.g. a reset while sshd re-reads its configuration: ask again
+            pass
         time.sleep(0.5)
     return False
 
@@ -351,9 +336,9 @@ def case_verify_fails(sw: Switch) -> None:
         sw.ssh(DENY_NETCONF)
         denied = _refused(sw)
     finally:
-        _signal_tree(proc.pid, signal.SIGCONT)
+        signal_tree(proc.pid, signal.SIGCONT)
     try:
-        out = proc.communicate(timeout=180)[0]
+        out = finish(proc, 180)
     finally:
         sw.ssh(ALLOW_NETCONF)
     back = _wait_for(sw, "ROCE-OUT", False, 30)
@@ -399,8 +384,8 @@ def case_killed(sw: Switch) -> None:
     seen = _wait_for(sw, "ROCE-OUT", True, 60)
     committed = time.monotonic()
     in_hold = seen is not None and _frozen_in_hold(proc)
-    killed = _signal_tree(proc.pid, signal.SIGKILL)
-    proc.wait()
+    killed = signal_tree(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
     closed = _no_netconf_left(sw)
     still = "ROCE-OUT" in sw.running()
     back = _wait_for(sw, "ROCE-OUT", False, timeout + 30)

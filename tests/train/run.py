@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -27,7 +29,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, add_tier, check, chosen, env, run_cases, tool
+from labkit import ROOT, add_tier, check, chosen, env, finish, run_bounded, run_cases, tool
 
 # The trainer processes themselves (not torchrun's agent, whose command line names torch.distributed.run).
 TRAINER = r"^[^ ]*python[^ ]* (-u )?-m rdmaops_trainer "
@@ -62,9 +64,11 @@ class Lab:
             command,
         ]
 
-    def ssh(self, host: str, command: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    def ssh(
+        self, host: str, command: str, check: bool = False, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         argv = self._ssh_argv(host, command)
-        return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=60)
+        return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=timeout)
 
     def ssh_async(self, host: str, command: str) -> subprocess.Popen[str]:
         argv = self._ssh_argv(host, command)
@@ -73,10 +77,8 @@ class Lab:
     def play(self, playbook: str, *extra: str, timeout: float = 600) -> tuple[int, str, float]:
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), playbook, *extra]
         start = time.monotonic()
-        proc = subprocess.run(
-            argv, cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout, check=False
-        )
-        return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start
+        rc, out, err = run_bounded(argv, timeout, cwd=ROOT, env=env())
+        return rc, out + err, time.monotonic() - start
 
     def play_async(self, playbook: str, *extra: str) -> subprocess.Popen[str]:
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), playbook, *extra]
@@ -118,7 +120,8 @@ def metrics(lab: Lab, job: str, recipe: str = "tiny") -> list[dict[str, Any]]:
     path = lab.shared(f"/shared/train/{job}/runs/{recipe}/metrics.jsonl")
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # complete lines only: rank 0 may be writing the last one
+    return [json.loads(line) for line in path.read_text().split("\n")[:-1] if line.strip()]
 
 
 def wait_for_step(
@@ -164,9 +167,11 @@ def case_traffic(lab: Lab) -> None:
     rc, _out, _secs = lab.play(
         *tiny("t-traffic", "-e", "steps=30", "-e", "detach=true", *pause_args("start"))
     )
-    held = paused(lab)
-    before = lab.counters()
-    resume_all(lab)
+    try:
+        held = paused(lab)
+        before = lab.counters()
+    finally:
+        resume_all(lab)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, "t-traffic")):
         time.sleep(1)
@@ -234,6 +239,52 @@ def gone_after(lab: Lab, t0: float, limit: float) -> float | None:
     return max(0.0, max(float(str(e)) for e in ends.values()) - t0)
 
 
+class GoneWatch:
+    """Each node watches itself until its last launcher and trainer vanish and prints that moment (nodes share
+    the host's clock). Started, and ready on every node, before a fault is made, so that neither the SSH
+    start-up of the watchers nor the fault's own SSH counts in the figure."""
+
+    def __init__(self, lab: Lab, limit: float) -> None:
+        none_left = f"! pgrep -f '{TRAINER}|{LAUNCHER}' > /dev/null"
+        script = "echo ready; " + poll_script(none_left, limit, "date +%s.%N")
+        self.limit = limit
+        self.procs = {
+            h: subprocess.Popen(lab._ssh_argv(h, script), stdout=subprocess.PIPE) for h in lab.hosts
+        }
+        self.out = {h: b"" for h in lab.hosts}
+        self.ready = self._read(lambda h: b"ready\n" in self.out[h], 60)
+
+    def _read(self, done: Callable[[str], bool], timeout: float) -> bool:
+        """Read the watchers' output until DONE holds for every node (or TIMEOUT)."""
+        deadline = time.monotonic() + timeout
+        fds = {self.procs[h].stdout.fileno(): h for h in self.procs}  # type: ignore[union-attr]
+        while not all(done(h) for h in self.procs) and fds and time.monotonic() < deadline:
+            for fd in select.select(list(fds), [], [], max(0.0, deadline - time.monotonic()))[0]:
+                chunk = os.read(fd, 4096)
+                if chunk:
+                    self.out[fds[fd]] += chunk
+                else:
+                    del fds[fd]
+        return all(done(h) for h in self.procs)
+
+    def close(self) -> None:
+        """End the watchers (after a failed start, or once their figures are read)."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+    def since(self, t0: float) -> float | None:
+        """Seconds from T0 (a node's clock) until every node was empty; None if one still had some after the
+        limit."""
+        self._read(lambda h: len(self.out[h].split()) > 1, self.limit + 30)
+        self.close()
+        ends = [self.out[h].split()[1:2] for h in self.procs]
+        if any(p.returncode != 0 for p in self.procs.values()) or not all(ends):
+            return None
+        return max(0.0, max(float(e[0]) for e in ends) - t0)
+
+
 # Every rank of a node stopped (state T), where RDMAOPS_TRAINER_PAUSE (docs/trainer.md) leaves them.
 ALL_PAUSED = f'{{ p=$(pgrep -d, -f \'{TRAINER}\'); [ -n "$p" ] && ! ps -o stat= -p "$p" | grep -qv "^T"; }}'
 
@@ -263,10 +314,16 @@ def pause_args(point: str, overrides: dict[str, Any] | None = None) -> list[str]
     return ["-e", json.dumps(extra)]
 
 
-def listening(lab: Lab, host: str, port: int, limit: float = 60) -> bool:
-    """Until something on HOST listens on TCP PORT (bounded by LIMIT)."""
-    script = poll_script(f"ss -Hltn 'sport = :{port}' | grep -q .", limit)
+def listening(lab: Lab, host: str, port: int, limit: float = 60, unit: str = "") -> bool:
+    """Until something on HOST listens on TCP PORT (bounded by LIMIT); with UNIT, that unit's main process."""
+    owner = f' | grep -q "pid=$(systemctl show -P MainPID {unit}),"' if unit else " | grep -q ."
+    script = poll_script(f"ss -Hltnp 'sport = :{port}'{owner}", limit)
     return on_nodes(lab, [host], script, limit)[host] is not None
+
+
+def port_free(lab: Lab, host: str, port: int) -> bool:
+    """Nothing on HOST listens on TCP PORT now."""
+    return lab.ssh(host, f"ss -Hltn 'sport = :{port}' | grep -q .").returncode == 1
 
 
 def verdict_line(out: str) -> str:
@@ -300,15 +357,16 @@ def fault(
     proc = lab.play_async(*tiny(job, "-e", "steps=2000", *SHORT, *extra))
     ok = wait_for_step(lab, job, at_step, proc)
     pids = lab.pids(victim, pattern) if ok else []
-    t0, t0_wall = time.monotonic(), time.time()
-    if pids:
-        lab.ssh(victim, f"kill -{signal} {pids[0]}")
-    gone = gone_after(lab, t0_wall, limit + 60) if pids else None
-    try:
-        out, _err = proc.communicate(timeout=limit + 120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _err = proc.communicate()
+    watch = GoneWatch(lab, limit + 60) if pids else None
+    t0 = time.monotonic()
+    gone = None
+    if pids and watch is not None and watch.ready:
+        # the moment of the kill on the victim's clock, which the watchers' figures share
+        killed_at = lab.ssh(victim, f"date +%s.%N; kill -{signal} {pids[0]}").stdout.split()[:1]
+        gone = watch.since(float(killed_at[0])) if killed_at else None
+    elif watch is not None:
+        watch.close()
+    out = finish(proc, limit + 120)
     secs = time.monotonic() - t0
     verdict = verdict_line(out)
     # printed once: the verdict (the watch itself does not fail) and one log tail
@@ -317,7 +375,8 @@ def fault(
     check(
         name,
         ok and gone is not None and gone <= limit,
-        f"all launchers and ranks gone {gone if gone is None else round(gone, 1)} s after the {signal}, play "
+        f"all launchers and ranks gone {gone if gone is None else round(gone, 1)} s after the {signal} (the "
+        f"nodes' clock), play "
         f"ended after {secs:.1f} s; verdict: {verdict[:300]}" + ("" if ok else "\n" + out[-3000:]),
     )
 
@@ -410,15 +469,17 @@ def case_finished_launcher(lab: Lab) -> None:
     proc = lab.play_async(
         *tiny(job, "-e", f"steps={steps}", *pause_args("end", {"train.log_every": 5}), *SHORT)
     )
-    held = paused(lab)
-    recs = metrics(lab, job)
-    at_last = any(r.get("event") == "train" and r.get("step") == steps for r in recs)
-    ended_before = any(r.get("event") == "end" for r in recs)
-    pids = lab.pids(lab.hosts[0], LAUNCHER) if held else []
-    if pids:
-        lab.ssh(lab.hosts[0], f"kill -9 {pids[0]}")
-    resume_all(lab)
-    out, _err = proc.communicate(timeout=300)
+    try:
+        held = paused(lab)
+        recs = metrics(lab, job)
+        at_last = any(r.get("event") == "train" and r.get("step") == steps for r in recs)
+        ended_before = any(r.get("event") == "end" for r in recs)
+        pids = lab.pids(lab.hosts[0], LAUNCHER) if held else []
+        if pids:
+            lab.ssh(lab.hosts[0], f"kill -9 {pids[0]}")
+    finally:
+        resume_all(lab)
+    out = finish(proc, 300)
     end = [r for r in metrics(lab, job) if r.get("event") == "end"]
     warned = re.search(
         r"\[WARNING\]: the launcher on " + lab.hosts[0] + r" \(torch.distributed.run, pid \d+\) "
@@ -480,12 +541,14 @@ def resume(lab: Lab, strategy: str, launcher: str) -> None:
     # held right after the step-10 checkpoint (RDMAOPS_TRAINER_PAUSE), node2's trainer killed there: the
     # resume starts from step 10 on any machine, not from wherever the job had got to when the kill landed
     proc = lab.play_async("train.yml", "-e", f"job={job}", *common, *pause_args("checkpoint@10"))
-    stopped = paused(lab) and any(
-        r.get("event") == "checkpoint" and r["step"] == 10 for r in metrics(lab, job)
-    )
-    lab.ssh(lab.hosts[1], f"pkill -9 -f '{TRAINER}'")
-    resume_all(lab)
-    proc.communicate(timeout=180)
+    try:
+        stopped = paused(lab) and any(
+            r.get("event") == "checkpoint" and r["step"] == 10 for r in metrics(lab, job)
+        )
+        lab.ssh(lab.hosts[1], f"pkill -9 -f '{TRAINER}'")
+    finally:
+        resume_all(lab)
+    finish(proc, 180)
     rc2, out2, _secs = lab.play("train.yml", "-e", f"job={job}", *common)
     refused = rc2 != 0 and "already holds a run" in out2
     rc3, out3, _secs = lab.play("train.yml", "-e", f"job={job}", "-e", "resume=latest", *common)
@@ -556,12 +619,13 @@ def case_bad_inputs(lab: Lab) -> None:
         rc != 0 and f"{lab.hosts[2]}: torch 2.12.1+cpu differs from {lab.hosts[0]}'s 2.13.0+cpu" in out,
     )
     lab.ssh(lab.hosts[0], "systemd-run --unit=rdmaops-test-port python3 -m http.server --bind 0.0.0.0 29500")
-    listening(lab, lab.hosts[0], 29500)
+    held = listening(lab, lab.hosts[0], 29500, unit="rdmaops-test-port")
     rc, out, _secs = lab.play("train.yml", "-e", "recipe=tiny", "-e", "job=t-port")
     lab.ssh(lab.hosts[0], "systemctl stop rdmaops-test-port")
     check(
         "a busy rendezvous port is named",
-        rc != 0 and f"{lab.hosts[0]}: rendezvous port 29500 is already in use" in out,
+        held and rc != 0 and f"{lab.hosts[0]}: rendezvous port 29500 is already in use" in out,
+        "" if held else "the test's listener on port 29500 did not start",
     )
     reset(lab, "t-twice")
     rc, out, _secs = lab.play(
@@ -727,14 +791,17 @@ def case_render(lab: Lab) -> None:
     by_hand = f"pkill -f '/shared/train/{job}/launc[h]/' || true"  # [h]: not this shell's own command line
     for h in lab.hosts:
         lab.ssh(h, by_hand)
-    for h in lab.hosts:  # the master's rendezvous port must listen before the others dial it
+    # the master's rendezvous port must listen before the others dial it: free before, so the listener
+    # waited for below is the master's own
+    master_listens = port_free(lab, lab.hosts[0], 29500)
+    for h in lab.hosts:
         lab.ssh(
             h,
             f"cd /root; setsid nohup bash /shared/train/{job}/launch/{h}/launch.sh "
             f"> /root/{job}.log 2>&1 < /dev/null &",
         )
         if h == lab.hosts[0]:
-            listening(lab, h, 29500)
+            master_listens = master_listens and listening(lab, h, 29500)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, job)):
         time.sleep(1)
@@ -752,7 +819,7 @@ def case_render(lab: Lab) -> None:
     )
     check(
         "the rendered scripts run by hand on the nodes train exactly like train.yml (same losses)",
-        trained == ref and gone is not None,
+        master_listens and trained == ref and gone is not None,
         f"steps {sorted(trained)}; max |loss difference| "
         f"{max((abs(trained[s] - ref[s]) for s in ref if s in trained), default=float('inf')):.2e}",
     )

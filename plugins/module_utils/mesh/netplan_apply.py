@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -27,6 +28,18 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import path_p
 
 GENERATE = ["netplan", "generate"]
 RELOAD = ["networkctl", "reload"]
+# A test hook (tests/mesh/run.py's cut_off): while this file exists, the module stops itself (SIGSTOP) right
+# after the reload, before its probes, and writes its PID beside it; a test cuts the node off in that moment
+# and sends SIGCONT. /run is root's and is emptied at boot, so nothing else sets it by accident.
+HOLD_FLAG = "/run/rdmaops-test/netplan_apply.hold"
+
+
+def hold_if_asked(flag: str = HOLD_FLAG) -> None:
+    """Stop here (SIGSTOP) when the test hook's flag file exists; PID in FLAG.pid, for the SIGCONT."""
+    if os.path.exists(flag):
+        with open(f"{flag}.pid", "w", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()}\n")
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 class ApplyError(Exception):
@@ -234,6 +247,7 @@ class ApplyOps:
     sleep: Callable[[float], None] = time.sleep
     monotonic: Callable[[], float] = time.monotonic
     state: Callable[[], LinkState | None] = read_state
+    hold: Callable[[], None] = hold_if_asked
 
 
 @dataclass
@@ -393,6 +407,7 @@ def safe_apply(
             f"networkctl reload failed (rc={rc}): {err.strip()}; the previous file was restored", details
         )
 
+    ops.hold()
     start = ops.monotonic()
     unset = _wait_addresses(expect, timeout_s / 2, ops)
     reconfigured: list[str] = []
@@ -420,6 +435,8 @@ def safe_apply(
         details["repaired"] = _repair(before_state, timeout_s, ops)
         back = _wait_for(missing, timeout_s, ops)
         details["still_unreachable_after_restore"] = [t.label() for t in back]
+        # from the reload to the restored configuration answering (or not): the apply's own time
+        details["waited"] = round(ops.monotonic() - start, 2)
         labels = ", ".join(t.label() for t in missing)
         raise ApplyError(
             f"after applying {dest}, {labels} stopped answering within {timeout_s:g} s; "

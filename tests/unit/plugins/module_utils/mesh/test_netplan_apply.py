@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +59,7 @@ class FakeNode:
             sleep=self._sleep,
             monotonic=lambda: self.clock,
             state=lambda: None,
+            hold=lambda: self.log.append("hold"),
         )
 
     def _write(self, path: str, content: str, mode: int) -> None:
@@ -171,6 +178,8 @@ def test_breaking_change_is_rolled_back() -> None:
     assert "previous configuration was restored and answers again" in msg
     assert node.files[DEST] == "old" and node.applied == "old"
     assert info.value.details["rolled_back"] is True
+    # the apply's own time, from the reload to the restored file answering (the fake's clock)
+    assert 5 <= info.value.details["waited"] <= 3 * 5
     # with a name (mesh_check_targets gives port and peer) the message leads with it
     named = na.parse_targets(
         [{"address": "192.168.100.2", "size": 8972, "name": "node1 mesh0 -> node2 link address"}]
@@ -468,3 +477,41 @@ def test_rollback_leaves_networkd_to_restore_the_links_it_manages() -> None:
     assert err.value.details["repaired"] == []
     assert not [line for line in node.log if line.startswith("ip ")]
     assert node.ports == {"data0": {"192.168.100.1/30"}, "data1": {"192.168.100.5/30"}}
+
+
+def test_the_test_hook_holds_between_the_reload_and_the_probes() -> None:
+    node = FakeNode("old", {"old": {"10.99.0.1"}, "new": {"10.99.0.1"}})
+    na.safe_apply(DEST, "new", targets=TARGETS, ops=node.ops())
+    reload_at, hold_at = node.log.index("networkctl reload"), node.log.index("hold")
+    assert hold_at == reload_at + 1
+    assert any(e.startswith("probe") for e in node.log[hold_at:])
+
+
+def test_the_hook_stops_the_process_only_while_its_flag_exists(tmp_path: Path) -> None:
+    flag = tmp_path / "netplan_apply.hold"
+    code = (
+        "import sys; from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import netplan_apply"
+    )
+    code += " as na; na.hold_if_asked(sys.argv[1]); print('went on')"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # no flag: straight through
+    argv = [sys.executable, "-c", code, str(flag)]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout == "went on\n" and not Path(f"{flag}.pid").exists()
+    flag.touch()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(flag)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        stat = Path(f"/proc/{proc.pid}/stat")
+        while stat.read_text().rpartition(")")[2].split()[0] != "T" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stat.read_text().rpartition(")")[2].split()[0] == "T"
+        assert Path(f"{flag}.pid").read_text() == f"{proc.pid}\n"
+        os.kill(proc.pid, signal.SIGCONT)
+        assert proc.communicate(timeout=60)[0] == "went on\n"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
