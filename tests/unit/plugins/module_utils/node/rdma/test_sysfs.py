@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs as rs
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma import sysfs as rs
 
-from ...conftest import FIXTURE_DIR
+from ....conftest import FIXTURE_DIR
 
 FIXTURES = FIXTURE_DIR / "sysfs"
 
