@@ -36,9 +36,7 @@ def travels_with(path: Path) -> set[Path]:
 def _loaded(path: Path, node: ast.ImportFrom, root: Path) -> list[Path]:
     """The files a relative ``from`` import loads: the module, or the package's __init__.py and each named
     submodule. Raises ValueError for an import out of ROOT or one that names no file."""
-    base = path.parent
-    for _ in range(node.level - 1):
-        base = base.parent
+    base = path.parents[node.level - 1]  # level 1: the file's own package
     target = base.joinpath(*node.module.split(".")) if node.module else base
     if root not in (target, *target.parents):
         raise ValueError(f"climbs out of {root.name}/ to {target}")
