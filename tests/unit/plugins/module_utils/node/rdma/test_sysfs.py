@@ -1,4 +1,4 @@
-"""RDMA port discovery from sysfs fixture trees (plugins/module_utils/rdma/sysfs.py)."""
+"""RDMA port discovery from sysfs fixture trees (plugins/module_utils/node/rdma/sysfs.py)."""
 
 from __future__ import annotations
 
