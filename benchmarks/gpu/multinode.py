@@ -62,7 +62,7 @@ def collections_path() -> Path:
 
 sys.path.insert(0, str(collections_path()))
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent  # noqa: E402
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import agent  # noqa: E402
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch as tw  # noqa: E402
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import nccl_path  # noqa: E402
 

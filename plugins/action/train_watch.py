@@ -15,7 +15,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as train_agent
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import agent as train_agent
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import (
     ARGUMENT_SPEC,
     JobWatch,

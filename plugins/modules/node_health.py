@@ -179,8 +179,8 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import node as noderun
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health.findings import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import node as noderun
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health.findings import (
     failed,
     line,
     merge_thresholds,

@@ -181,7 +181,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs as rdma_sysfs
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma import sysfs as rdma_sysfs
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import bandwidth, link_test
 
 

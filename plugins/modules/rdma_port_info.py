@@ -174,7 +174,7 @@ rdma_ports:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.sysfs import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma.sysfs import (
     RdmaSysfsError,
     inactive_ports,
     normalize_required,

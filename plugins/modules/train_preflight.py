@@ -159,8 +159,8 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.env_file import parse as parse_env_file
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.sysfs import read_ports
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.agent import parse_show
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma.sysfs import read_ports
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train.agent import parse_show
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import LaunchError, unit_name
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import (
     VERSION_PROBE,

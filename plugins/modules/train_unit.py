@@ -159,7 +159,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.agent import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train.agent import (
     RUN_MARKER,
     last_records,
     parse_show,

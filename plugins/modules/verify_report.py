@@ -156,7 +156,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds

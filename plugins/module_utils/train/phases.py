@@ -17,10 +17,10 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import supervisor
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import launch as tl
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order as rank_order
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train import supervisor
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import preflight_report
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import RecipeResolveError, resolve
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.agent import SHOW_PROPERTIES
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train.agent import SHOW_PROPERTIES
 
 SHOW_ARGS = [f"--property={p}" for p in SHOW_PROPERTIES]
 # The trainer's output goes to the journal and to the log file; pipefail keeps the launcher's exit status.

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """How train.yml's watcher reaches the nodes: the command lines the action plugin rdmaops.cluster.train_watch
 runs for each node, with that node's inventory connection settings (ssh, or as is for
-ansible_connection=local): the agent (module_utils/train/agent.py) that streams the node's lines, and
+ansible_connection=local): the agent (module_utils/node/train/agent.py) that streams the node's lines, and
 ``systemctl stop`` of the job's unit once the verdict is known.
 """
 

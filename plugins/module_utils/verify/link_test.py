@@ -13,7 +13,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs as rdma_sysfs
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma import sysfs as rdma_sysfs
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import bandwidth
 
 BW_TESTS = [t for t in bandwidth.PERFTEST_TOOLS if t.endswith("_bw")]

@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import env_file as nccl_env_file
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs as rdma_sysfs
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma import sysfs as rdma_sysfs
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError
 
 # --------------------------------------------------------------------------- port gate

@@ -19,7 +19,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import nccl_path
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError, check_hosts

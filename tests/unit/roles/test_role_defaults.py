@@ -107,7 +107,7 @@ def test_production_defaults_differ_from_the_lab_only_where_the_lab_says_so() ->
 def test_health_threshold_options_document_the_checks_own_defaults(role: str) -> None:
     """<role>_health_thresholds lists every threshold of health/findings.py with its default there (the role's
     own value is {}: only what is given overrides the checks' defaults)."""
-    from ansible_collections.rdmaops.cluster.plugins.module_utils.health.findings import DEFAULTS
+    from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health.findings import DEFAULTS
 
     option = spec_options(role)[f"{role}_health_thresholds"]
     assert defaults(role)[f"{role}_health_thresholds"] == {} == option["default"]

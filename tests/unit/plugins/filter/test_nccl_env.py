@@ -6,7 +6,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.rdmaops.cluster.plugins.filter.nccl_env import FilterModule, nccl_env
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.sysfs import read_ports
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma.sysfs import read_ports
 
 from ..conftest import FIXTURE_DIR
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import env_file, phase
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma.sysfs import read_ports
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma.sysfs import read_ports
 
 from ...conftest import FIXTURE_DIR
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as train_agent
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import agent as train_agent
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import (
     LaunchError,
     recipe_digest,

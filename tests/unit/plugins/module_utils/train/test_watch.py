@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train import agent as ta
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import agent as ta
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch as tw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch_text
 

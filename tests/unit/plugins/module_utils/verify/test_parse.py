@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs as rdma_sysfs
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma import sysfs as rdma_sysfs
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import parse as vparse
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError
 

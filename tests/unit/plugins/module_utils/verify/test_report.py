@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
 

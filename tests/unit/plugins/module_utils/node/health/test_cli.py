@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import cli
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import cli
 
-from ...conftest import ROOT
+from ....conftest import ROOT
 from .conftest import HEALTH, SMI_XML, edit_gpu
 
 SCRIPT = ROOT / "files" / "health" / "rdmaops-health"

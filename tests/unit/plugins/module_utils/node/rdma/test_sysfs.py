@@ -1,4 +1,4 @@
-"""RDMA port discovery from sysfs fixture trees (plugins/module_utils/rdma/sysfs.py)."""
+"""RDMA port discovery from sysfs fixture trees (plugins/module_utils/node/rdma/sysfs.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs as rs
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma import sysfs as rs
 
-from ...conftest import FIXTURE_DIR
+from ....conftest import FIXTURE_DIR
 
 FIXTURES = FIXTURE_DIR / "sysfs"
 

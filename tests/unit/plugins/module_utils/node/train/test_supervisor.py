@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train import supervisor as sv
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import supervisor as sv
 
 # A "rank": sleeps, says so, exits with the code in its RANK_EXIT variable.
 RANK = (

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gate, node
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate, node
 
 from .conftest import HEALTH, SMI_XML, edit_gpu, thresholds
 

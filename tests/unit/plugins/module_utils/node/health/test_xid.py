@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gpu, xid
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gpu, xid
 
 from .conftest import HEALTH, collect, thresholds
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import cluster, host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health.findings import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import cluster, host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health.findings import (
     merge_thresholds,
     severity_errors,
 )

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health.findings import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health.findings import (
     Findings,
     merge_thresholds,
 )
 
-from ...conftest import FIXTURE_DIR as FIXTURES
+from ....conftest import FIXTURE_DIR as FIXTURES
 
 HEALTH = FIXTURES / "health"
 SMI_XML = (HEALTH / "nvidia-smi-q-x.h200x4.xml").read_text()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import rdma
-from ansible_collections.rdmaops.cluster.plugins.module_utils.rdma import sysfs
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import rdma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma import sysfs
 
 from .conftest import HEALTH, brief, collect, thresholds
 

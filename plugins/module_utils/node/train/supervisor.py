@@ -11,7 +11,7 @@ It is a child subreaper: ranks whose launcher died are re-parented to it, not to
 are recorded too, and it leaves only when no process of the job is left. Its exit status is the
 launcher's (128 + N for a signal N), so the unit says how the launcher ended.
 Why: a launcher killed by a signal leaves its ranks running unsupervised, and nothing else on the node
-would say so; the watcher on the controller reads EVENTS (module_utils/train/agent.py).
+would say so; the watcher on the controller reads EVENTS (module_utils/node/train/agent.py).
 """
 
 from __future__ import annotations

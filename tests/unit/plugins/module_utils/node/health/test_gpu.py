@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import gpu
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gpu
 
 from .conftest import HEALTH, SMI_XML, collect, edit_gpu, thresholds
 

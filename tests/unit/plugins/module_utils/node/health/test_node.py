@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.health import node
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import node
 
 from .conftest import HEALTH, SMI_XML, edit_gpu, thresholds
 from .test_rdma import write_counters
