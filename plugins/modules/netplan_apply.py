@@ -72,9 +72,9 @@ attributes:
     platforms: posix
 notes:
   - Needs C(netplan), C(networkctl) and C(ping) on the node.
-  - A test hook, for the lab's tests only - while C(/run/rdmaops-test/netplan_apply.hold) exists on the node, the
-    module stops itself (SIGSTOP) right after the reload, before its probes, and writes its PID to that path plus
-    C(.pid), so that a test can cut the node off in that moment and then send SIGCONT.
+  - A test hook, for the lab's tests only - while C(/run/rdmaops-test/netplan_apply.hold) exists on the node,
+    the module stops itself (SIGSTOP) right after the reload, before its probes, and writes its PID to that
+    path plus C(.pid), so that a test can cut the node off in that moment and then send SIGCONT.
 """
 
 EXAMPLES = r"""

@@ -462,6 +462,15 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         )
 
 
+def compute_precision(recipe: Recipe, cuda: bool) -> str:
+    """The matmuls' precision on a rank: train.precision, where auto is bf16 on a GPU and fp32 on the CPU (the
+    runtime's choice, and the controller's when it tells what a launch will do)."""
+    precision = recipe.train.precision
+    if precision == "auto":
+        return "bf16" if cuda else "fp32"
+    return precision
+
+
 def required_paths(recipe: Recipe) -> list[tuple[str, Path]]:
     """(recipe key, path) for every local path the run reads."""
     out: list[tuple[str, Path]] = []

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from .config import Recipe, RecipeError
+from .config import Recipe, RecipeError, compute_precision
 
 
 @dataclass(frozen=True)
@@ -67,10 +67,7 @@ def resolve_runtime(recipe: Recipe) -> Runtime:
     else:
         device = torch.device("cpu")
         backend = "gloo"
-    precision = recipe.train.precision
-    if precision == "auto":
-        precision = "bf16" if use_cuda else "fp32"
-    dtype = torch.bfloat16 if precision == "bf16" else torch.float32
+    dtype = torch.bfloat16 if compute_precision(recipe, use_cuda) == "bf16" else torch.float32
     return Runtime(rank, world, local, device, backend, dtype)
 
 

@@ -22,13 +22,17 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import launch as tl
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order as rank_order
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import preflight_report
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import RecipeResolveError, resolve
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import (
+    RecipeResolveError,
+    hsdp_decision,
+    resolve,
+)
 
 # Hybrid sharding (the trainer's rdmaops_trainer/dp_mesh.py): train_hsdp on/off forces the recipe key; auto or
-# empty leaves it to the launcher, which sets HSDP_ENV from the fabric that joins the nodes (plan below).
+# empty leaves it to the launcher, which sets the trainer's HSDP variable from the fabric that joins the nodes
+# (plan below, through recipe.hsdp_decision: the trainer's own decision and variable name).
 HSDP_KEY = "strategy.fsdp2.hsdp"
 HSDP_VALUES = {"on": "true", "off": "false", "auto": "auto"}
-HSDP_ENV = "RDMAOPS_HSDP"
 SUPERVISOR_FILE = "supervise.py"
 
 CHECK_SPEC: dict[str, Any] = {
@@ -80,12 +84,6 @@ def recipe_text(recipe: Mapping[str, Any], name: str, overrides: list[str]) -> s
     head = f"# Recipe {name} as train.yml resolved it on the controller"
     head += f" (overrides: {' '.join(overrides)})\n" if overrides else "\n"
     return head + yaml.safe_dump(dict(recipe), sort_keys=False, default_flow_style=False)
-
-
-def yaml_recipe(text: str) -> dict[str, Any]:
-    import yaml  # as in recipe_text
-
-    return dict(yaml.safe_load(text) or {})
 
 
 def check(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,6 +152,9 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
             # what the preflight report compares against (world size, device, steps, output directory)
             "launch": {**launch, "job": job, "output_dir_resolved": output_dir},
             "recipe_text": text,
+            # the same recipe as data, for the plan phase's questions to the trainer (not the text re-parsed)
+            "recipe_data": resolved["recipe"],
+            "trainer_src": p["trainer_src"],
             "recipe_sha256": tl.recipe_digest(text),
             "render_dir": f"{render}/{job}" if render else "",
             # a fresh token per run: the master writes it into the output directory, a node that reads it
@@ -215,33 +216,30 @@ def slow_fabric(reports: Mapping[str, Any], hosts: list[str], rdma_below_gbps: f
     )
 
 
-def hsdp_note(recipe: Mapping[str, Any], nodes: int, slow: str) -> str:
-    """What the launch's HSDP_ENV means for this recipe, for the preflight notes ('' when nothing)."""
+def hsdp_note(recipe: Mapping[str, Any], decision: Mapping[str, Any], nodes: int, slow: str) -> str:
+    """What the launch's HSDP variable means for this recipe, for the preflight notes ('' when nothing). The
+    decision is the trainer's (recipe.hsdp_decision); this only words it."""
     strategy = recipe.get("strategy") or {}
     if strategy.get("name") != "fsdp2" or nodes < 2:
         return ""
     choice = (strategy.get("fsdp2") or {}).get("hsdp", "auto")
     if isinstance(choice, bool):
         return f"hsdp: strategy.fsdp2.hsdp is {str(choice).lower()} (-e hsdp=auto follows the fabric)"
-    if slow:
-        # as the trainer resolves it (rdmaops_trainer/dp_mesh.py reduce_dtype): fp32 compute casts nothing
-        reduce = (strategy.get("fsdp2") or {}).get("reduce_dtype", "auto")
-        train, cluster = recipe.get("train") or {}, recipe.get("cluster") or {}
-        fp32 = train.get("precision") == "fp32" or (
-            train.get("precision", "auto") == "auto" and cluster.get("device") == "cpu"
-        )
-        if fp32:
-            grads = "in float32 (fp32 compute)"
-        elif reduce == "auto":
-            grads = "in bfloat16 (strategy.fsdp2.reduce_dtype auto; float32 keeps exact sums)"
+    ((name, value),) = decision["env"].items()
+    if decision["hybrid"]:
+        dtype, why = decision["reduce_dtype"], decision["reduce_why"]
+        if why == "fp32 compute":
+            grads = f"in {dtype} (fp32 compute)"
+        elif (strategy.get("fsdp2") or {}).get("reduce_dtype", "auto") == "auto":
+            grads = f"in {dtype} (strategy.fsdp2.reduce_dtype auto; float32 keeps exact sums)"
         else:
-            grads = f"in {reduce} (strategy.fsdp2.reduce_dtype)"
+            grads = f"in {dtype} (strategy.fsdp2.reduce_dtype)"
         return (
-            f"hsdp: {slow}: {HSDP_ENV}=1, so FSDP2 shards inside each node and replicates across nodes (only "
-            f"the gradient all-reduce crosses them, {grads}); -e hsdp=off keeps plain FSDP2"
+            f"hsdp: {slow}: {name}={value}, so FSDP2 shards inside each node and replicates across nodes "
+            f"(only the gradient all-reduce crosses them, {grads}); -e hsdp=off keeps plain FSDP2"
         )
     return (
-        f"hsdp: the nodes are joined by RDMA: {HSDP_ENV}=0, plain FSDP2 over every rank (-e hsdp=on forces "
+        f"hsdp: the nodes are joined by RDMA: {name}={value}, plain FSDP2 over every rank (-e hsdp=on forces "
         "HSDP; train_hsdp_rdma_below_gbps sets the rate below which RDMA counts as slow)"
     )
 
@@ -289,7 +287,11 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
     launch = c["launch"]
     procs = int(launch["procs_per_node"])
     slow = slow_fabric(reports, hosts, p["hsdp_rdma_below_gbps"])
-    common = tl.launch_environment({HSDP_ENV: "1" if slow else "0"}, job, p["extra_env"])
+    try:
+        decision = hsdp_decision(c["trainer_src"], c["recipe_data"], bool(slow))
+    except RecipeResolveError as exc:
+        return {"errors": [str(exc)]}
+    common = tl.launch_environment(decision["env"], job, p["extra_env"])
     common.update(
         MASTER_ADDR=master_addr,
         MASTER_PORT=str(p["master_port"]),
@@ -378,7 +380,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             f"{node['dir']}/{SUPERVISOR_FILE}": supervise,
             f"{workdir}/job.json": record_text,
         }
-    note = hsdp_note(yaml_recipe(c["recipe_text"]), len(hosts), slow)
+    note = hsdp_note(c["recipe_data"], decision, len(hosts), slow)
     result: dict[str, Any] = {
         **record,
         "notes": [*report["notes"], *([note] if note else [])],
@@ -408,7 +410,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             trainer=tl.trainer_args(result["recipe_file"]),
             addresses=slurm_addresses,
             environment={
-                **tl.launch_environment({HSDP_ENV: "1" if slow else "0"}, job, p["extra_env"]),
+                **tl.launch_environment(decision["env"], job, p["extra_env"]),
                 "RDMAOPS_RECIPE_SHA256": c["recipe_sha256"],
             },
             recipe_file=result["recipe_file"],

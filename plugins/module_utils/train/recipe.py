@@ -2,8 +2,9 @@
 """Training recipes for playbooks, read and checked by the trainer's own code.
 
 The recipe files and their checks live in the trainer package (files/trainer/rdmaops_trainer); this reads them
-through that package's config and layout modules (PyYAML only, no torch), so a playbook and the trainer can
-never disagree on what a recipe means or on how its batch is split over the ranks.
+through that package's config, layout and dp_mesh modules (PyYAML only, no torch), so a playbook and the
+trainer can never disagree on what a recipe means, on how its batch is split over the ranks, or on whether
+FSDP2 runs hybrid (HSDP) and in which dtype its gradients cross the nodes.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import importlib
 import json
 import os
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -105,4 +107,28 @@ def resolve(
             "steps": rec.train.steps,
             "output_dir": str(rec.output_dir),
         },
+    }
+
+
+def hsdp_decision(trainer_src: str, recipe: Mapping[str, Any], slow_fabric: bool) -> dict[str, Any]:
+    """The trainer's own HSDP decision for RECIPE (a resolved recipe, as ``resolve`` returns it) under the
+    launcher variable a launch sets (1 where the nodes are joined by a slow fabric, else 0): its name, its
+    value, whether the mesh is hybrid and why, and the gradients' reduction dtype and why. The compute
+    precision is the trainer's too, for a GPU unless the recipe's device is cpu."""
+    config = _trainer_module(trainer_src, "config")
+    dp_mesh = _trainer_module(trainer_src, "dp_mesh")
+    try:
+        rec = config.recipe_from_dict(json.loads(json.dumps(dict(recipe))))
+        env = {dp_mesh.HSDP_ENV: "1" if slow_fabric else "0"}
+        mesh = dp_mesh.plan(rec, rec.cluster.world_size, env)
+        fp32 = config.compute_precision(rec, rec.cluster.device != "cpu") == "fp32"
+        dtype, dtype_why = dp_mesh.reduce_dtype(rec, mesh, fp32)
+    except config.RecipeError as exc:
+        raise RecipeResolveError(f"recipe {recipe.get('name')}: {exc}") from exc
+    return {
+        "env": env,
+        "hybrid": mesh.hybrid,
+        "why": mesh.why,
+        "reduce_dtype": dtype,
+        "reduce_why": dtype_why,
     }

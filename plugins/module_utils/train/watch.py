@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""train.yml's watcher, the decisions: fed the agents' lines (module_utils/train/agent.py) from every node,
-it says when the job succeeded, failed (which node, rank and why), hung (no progress for the stall timeout)
-or lost a node (no heartbeat), and when a progress line is due. No I/O here: the action plugin
+"""train.yml's watcher, the decisions: fed the agents' lines (module_utils/node/train/agent.py) from every
+node, it says when the job succeeded, failed (which node, rank and why), hung (no progress for the stall
+timeout) or lost a node (no heartbeat), and when a progress line is due. No I/O here: the action plugin
 rdmaops.cluster.train_watch feeds it (over the commands of watch_ssh.py) and prints; watch_text.py words
 the causes, the verdicts' parts and the progress and summary lines.
 """

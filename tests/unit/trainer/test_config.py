@@ -234,3 +234,13 @@ def test_fsdp2_mixed_precision_policy_follows_reduce_dtype() -> None:
     bf16 = mp_policy(torch.bfloat16, "bfloat16")
     assert (bf16.param_dtype, bf16.reduce_dtype) == (torch.bfloat16, torch.bfloat16)
     assert load_recipe("qwen1_5b").strategy.fsdp2.reduce_dtype == "auto"
+
+
+def test_compute_precision_is_bf16_on_a_gpu_and_fp32_on_the_cpu_unless_the_recipe_says() -> None:
+    from rdmaops_trainer.config import compute_precision, load_recipe
+
+    auto = load_recipe("tiny", ["train.precision=auto"])
+    assert (compute_precision(auto, True), compute_precision(auto, False)) == ("bf16", "fp32")
+    for fixed in ("bf16", "fp32"):
+        recipe = load_recipe("tiny", [f"train.precision={fixed}"])
+        assert compute_precision(recipe, True) == compute_precision(recipe, False) == fixed

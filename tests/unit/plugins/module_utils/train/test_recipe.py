@@ -12,6 +12,7 @@ import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import (
     RecipeResolveError,
+    hsdp_decision,
     override_args,
     resolve,
 )
@@ -116,6 +117,50 @@ def test_a_trainer_source_without_the_package_is_named(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), check=False)
     assert p.returncode != 0
     assert f"trainer_src {tmp_path}: no rdmaops_trainer package there" in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("overrides", "slow", "hybrid", "dtype", "why"),
+    [
+        # the lab's tiny recipe computes in fp32 on the CPU: the gradients cross the nodes in float32
+        ({}, True, True, "float32", "fp32 compute"),
+        ({}, False, False, "float32", "fp32 compute"),
+        (
+            {"cluster.device": "cuda", "train.precision": "auto"},
+            True,
+            True,
+            "bfloat16",
+            "strategy.fsdp2.reduce_dtype auto, HSDP: the ",
+        ),
+        (
+            {"cluster.device": "cuda", "train.precision": "auto"},
+            False,
+            False,
+            "float32",
+            "strategy.fsdp2.reduce_dtype auto, no HSDP",
+        ),
+        (
+            {"cluster.device": "cuda", "train.precision": "bf16", "strategy.fsdp2.reduce_dtype": "float32"},
+            True,
+            True,
+            "float32",
+            "str",
+        ),
+        ({"strategy.fsdp2.hsdp": False}, True, False, "float32", "fp32 compute"),
+    ],
+)
+def test_the_hsdp_decision_is_the_trainers(
+    overrides: dict[str, object], slow: bool, hybrid: bool, dtype: str, why: str
+) -> None:
+    recipe = resolve(TRAINER, "tiny", overrides)["recipe"]
+    decision = hsdp_decision(TRAINER, recipe, slow)
+    # the variable's name is the trainer's (rdmaops_trainer/dp_mesh.py), named nowhere else
+    sys.path.insert(0, TRAINER)
+    from rdmaops_trainer import dp_mesh
+
+    assert decision["env"] == {dp_mesh.HSDP_ENV: "1" if slow else "0"}
+    assert (decision["hybrid"], decision["reduce_dtype"]) == (hybrid, dtype)
+    assert decision["reduce_why"].startswith(why)
 
 
 def test_resolving_imports_no_torch() -> None:
