@@ -163,26 +163,42 @@ class Change:
         )
 
     def after_commit_failure(self, why: str, outcome: Outcome) -> str:
-        """Cancel a commit that may be live (holding the locks), and say where running ended up."""
+        """Cancel a commit that may be live (holding the locks), then read running back and say what it holds.
+
+        A cancel-commit answered ok is not taken for a rollback: only running, read back, says where the
+        switch ended up. Empty when the confirming commit took although its reply was lost (then a warning
+        says so).
+        """
         cancelled, how = self.commit_pending_cancelled()
         now = self.running_now()
         back = now is not None and sorted(now) == sorted(self.have)
         new = now is not None and not differences(self.want, now)
-        if cancelled:
+        name, saved = self.target.name, outcome.backup or "switch_qos_backup_dir"
+        if cancelled is None:
             if back:
+                return (
+                    f"{why}; the pending commit could not be cancelled ({how}), but running is back to its "
+                    "previous configuration"
+                )
+            return f"{why}; the pending commit could not be cancelled ({how}): {self.rolled_back_by()}"
+        if back:
+            if cancelled:
                 return f"{why}; commit cancelled ({how}): running is back to its previous configuration"
-            return (
-                f"{why}; {how} but running was not seen back to its previous configuration: "
-                f"{self.rolled_back_by()}"
-            )
-        if cancelled is False and back:
             return f"{why}; no commit was pending ({how}): the switch keeps its previous configuration"
-        if cancelled is False and new:
+        if new and not cancelled:
             outcome.warnings.append(f"{why}; {how}: running holds the new configuration, which is confirmed")
             return ""
-        if cancelled is False:
+        answered = f"{how}, answered ok," if cancelled else f"{how},"
+        if new:
+            # As yuma123's netconfd does (module docstring): the commit is over, no timeout rolls it back.
             return (
-                f"{why}; {how}, and running is neither the previous nor the new configuration: check "
-                "the switch"
+                f"{why}; {answered} but running still holds the new configuration: {name} did not roll "
+                f"back and will not by itself; restore the previous configuration from {saved} if the new "
+                "one must not stay"
             )
-        return f"{why}; the pending commit could not be cancelled ({how}): {self.rolled_back_by()}"
+        held = (
+            "but running could not be read back to see what it holds"
+            if now is None
+            else "and running is neither the previous nor the new configuration"
+        )
+        return f"{why}; {answered} {held}: check {name} (its previous configuration is saved in {saved})"

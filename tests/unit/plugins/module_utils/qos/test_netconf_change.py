@@ -108,3 +108,80 @@ def test_no_session_to_cancel_says_when_the_switch_rolls_back(tmp_path: Path) ->
     assert committed(server)  # live until the timeout, as the message says
     server.advance(60)
     assert not committed(server)
+
+
+# ------------------------------------------------------------------ a timed-out confirm: what running holds
+
+
+def _timed_out_confirm(server: Server, tmp_path: Path, **kw: Any) -> str:
+    """The message of a run whose confirming commit got no reply (and did not take)."""
+    server.inject("commit", "timeout")
+    with pytest.raises(ne.NetconfQosError) as exc:
+        apply(server, tmp_path, **kw)
+    msg = str(exc.value)
+    assert msg.startswith("sw1: confirming commit: no reply in time"), msg
+    return msg
+
+
+def test_a_cancel_answered_ok_that_kept_the_new_configuration_promises_no_rollback(tmp_path: Path) -> None:
+    server = Server(XE_FACTORY)
+    server.cancel_keeps_running = True  # <ok/>, nothing pending any more, nothing rolled back
+    msg = _timed_out_confirm(server, tmp_path)
+    backup = next(tmp_path.iterdir())
+    assert (
+        "cancel-commit sent on this session, answered ok, but running still holds the new configuration: "
+        f"sw1 did not roll back and will not by itself; restore the previous configuration from {backup}"
+    ) in msg, msg
+    assert "rolls back" not in msg and "back to its previous" not in msg, msg
+    # The message is what the switch does: the new configuration stays, past any confirm timeout.
+    assert committed(server) and server.pending is None
+    server.advance(3600)
+    assert committed(server)
+
+
+def test_a_cancel_that_rolled_back_says_running_is_back(tmp_path: Path) -> None:
+    server = Server(XE_FACTORY)
+    before = server.text()
+    msg = _timed_out_confirm(server, tmp_path)
+    assert msg.endswith(
+        "; commit cancelled (cancel-commit sent on this session): running is back to its previous "
+        "configuration"
+    ), msg
+    assert "rolls back" not in msg and "still holds" not in msg, msg
+    assert server.text() == before and server.pending is None
+
+
+def test_a_cancel_answered_ok_with_running_unreadable_says_so(tmp_path: Path) -> None:
+    server = Server(XE_FACTORY)
+
+    def connector(target: Any) -> Any:
+        session = server.connect(target)
+        cancel = session.cancel_commit
+
+        def cancel_then_lose_reads(**kw: Any) -> None:
+            cancel(**kw)
+            server.inject("get-config running", "rpc-error")  # this session's read of running
+            server.refuse = True  # and no new session
+
+        session.cancel_commit = cancel_then_lose_reads  # type: ignore[method-assign]
+        return session
+
+    msg = _timed_out_confirm(server, tmp_path, connector=connector)
+    assert (
+        "cancel-commit sent on this session, answered ok, but running could not be read back to see what it "
+        "holds: check sw1 (its previous configuration is saved in "
+    ) in msg, msg
+    assert "rolls back" not in msg, msg
+
+
+def test_a_cancel_without_a_reply_that_took_says_running_is_back(tmp_path: Path) -> None:
+    server = Server(XE_FACTORY)
+    before = server.text()
+    server.inject("cancel-commit", "timeout", applied=True)
+    # The management check's new session is refused, and so is the cancel's second try.
+    with pytest.raises(ne.NetconfQosError) as exc:
+        apply(server, tmp_path, connector=refusing_after_first(server))
+    msg = str(exc.value)
+    assert "the pending commit could not be cancelled (cancel-commit on this session: no reply in time" in msg
+    assert msg.endswith("but running is back to its previous configuration"), msg
+    assert "rolls back" not in msg and server.text() == before and server.pending is None
