@@ -13,8 +13,8 @@ is left in (``netconf_errors``). Before the confirmed commit nothing is live: th
 discarded and the locks are released. Once the confirmed commit was sent (even when its reply was lost), a
 failure cancels it and reads running back to say what it holds (``netconf_change``); when no session can be
 had, the switch rolls back by itself when the confirm timeout expires. A candidate this run did not lock is
-never discarded: it may hold another session's edits. The session and its reads are ``netconf_session``; the
-payloads and the comparison are the pure ``switch_*`` modules; this file and those three talk to the device.
+never discarded: it may hold another session's edits. The session and its reads are ``netconf_session``. Only
+the ``netconf*`` modules talk to the device; the payloads and the comparison are the pure ``switch_*`` ones.
 """
 
 from __future__ import annotations
