@@ -307,15 +307,12 @@ seconds:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as rq
-from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
-from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf import (
-    NetconfQosError,
-    Plan,
-    Target,
-    apply,
-    timing_errors,
-)
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf import apply, timing_errors
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf_errors import NetconfQosError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf_session import Plan, Target
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.phase import SWITCH_QOS_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.switch_inputs import check_inputs
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.switch_lines import manual_steps
 
 try:
     import ncclient  # noqa: F401  # pylint: disable=unused-import
@@ -335,13 +332,13 @@ def main() -> None:
     # The same check the switch_qos role runs in its validate phase (module_utils/qos/phase.py).
     problems = rq.errors(p["roce_qos"])
     qos = rq.settings(p["roce_qos"]) if not problems else {}
-    inputs, names, ecn = sq.check_inputs(p["platform"], p["interfaces"], p["names"], p["ecn"], qos)
+    inputs, names, ecn = check_inputs(p["platform"], p["interfaces"], p["names"], p["ecn"], qos)
     problems += inputs + timing_errors(p["confirm_timeout"], p["hold_before_confirm"], p["timeout"])
     if problems:
         module.fail_json(msg=f"{p['name']}: " + "; ".join(problems))
     target = Target.from_params(p)
     plan = Plan(p["platform"], qos, p["interfaces"], names, ecn, p["with_defaults"])
-    manual = sq.manual_steps(p["platform"], qos, p["interfaces"])
+    manual = manual_steps(p["platform"], qos, p["interfaces"])
     for step in manual:
         module.warn(step)
     try:

@@ -13,8 +13,14 @@ from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce
-from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf import timing_errors
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.switch_inputs import (
+    PLATFORMS,
+    Ecn,
+    Names,
+    check_inputs,
+)
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.switch_lines import manual_steps
 
 _KINDS = {bool: "bool", int: "int", str: "str"}
 # The switch_qos module's arguments (plugins/modules/switch_qos.py documents them). roce_qos is typed (its
@@ -28,7 +34,7 @@ SWITCH_QOS_SPEC: dict[str, Any] = {
     "ssh_key": {"type": "path", "no_log": False},
     "hostkey_verify": {"type": "bool", "default": True},
     "timeout": {"type": "int", "default": 30},
-    "platform": {"type": "str", "required": True, "choices": list(sq.PLATFORMS)},
+    "platform": {"type": "str", "required": True, "choices": list(PLATFORMS)},
     "interfaces": {"type": "list", "elements": "raw", "required": True},
     "roce_qos": {
         "type": "dict",
@@ -38,12 +44,12 @@ SWITCH_QOS_SPEC: dict[str, Any] = {
     "names": {
         "type": "dict",
         "default": {},
-        "options": {k: {"type": "raw", "default": v} for k, v in vars(sq.Names()).items()},
+        "options": {k: {"type": "raw", "default": v} for k, v in vars(Names()).items()},
     },
     "ecn": {
         "type": "dict",
         "default": {},
-        "options": {k: {"type": "raw", "default": v} for k, v in vars(sq.Ecn()).items()},
+        "options": {k: {"type": "raw", "default": v} for k, v in vars(Ecn()).items()},
     },
     "confirm_timeout": {"type": "int", "default": 120},
     "hold_before_confirm": {"type": "int", "default": 0},
@@ -71,7 +77,7 @@ SWITCH_QOS_CHECK_SPEC: dict[str, Any] = {
 def switch_qos_check(p: Mapping[str, Any]) -> dict[str, Any]:
     errors = roce.errors(p["roce_qos"])
     qos = roce.settings(p["roce_qos"]) if not errors else None
-    problems, names, ecn = sq.check_inputs(p["platform"], p["interfaces"], p["names"], p["ecn"], qos)
+    problems, names, ecn = check_inputs(p["platform"], p["interfaces"], p["names"], p["ecn"], qos)
     errors += problems
     if not p["password"] and not p["ssh_key"]:
         errors.append("no credentials: set switch_qos_password (from Ansible Vault) or switch_qos_ssh_key")
@@ -86,6 +92,6 @@ def switch_qos_check(p: Mapping[str, Any]) -> dict[str, Any]:
             "interfaces": interfaces,
             "names": vars(names),
             "ecn": vars(ecn),
-            "manual": sq.manual_steps(p["platform"], qos, interfaces),
+            "manual": manual_steps(p["platform"], qos, interfaces),
         },
     }

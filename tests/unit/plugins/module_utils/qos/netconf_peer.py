@@ -11,6 +11,9 @@ RPC fail:
 - ``drop``: the session drops (SessionCloseError); with ``applied=True`` after the server acted;
 - ``operation-error``: ncclient cannot use the reply (OperationError); with ``applied=True`` the server acted.
 
+``Server.cancel_keeps_running`` makes cancel-commit answer <ok/> and end the pending commit without rolling
+back, as yuma123's netconfd 2.13 does for the session that holds the running lock (so may other servers).
+
 ``log`` records every RPC as "sid op [locks held by that session]", so tests can assert the order of
 operations.
 """
@@ -111,6 +114,7 @@ class Server:
         self.faults: list[Fault] = []
         self.sessions: list[Session] = []
         self.refuse = False
+        self.cancel_keeps_running = False
         wd = f"{WD}?basic-mode={basic_mode}" + (f"&also-supported={','.join(also)}" if also else "")
         self.capabilities = [*BASE_CAPS, wd]
 
@@ -300,6 +304,9 @@ class Session:
             s = self.server
             if not s.pending or s.pending["persist"] != persist_id:
                 raise rpc_error("operation-failed", "no confirmed commit with this persist-id is pending")
+            if s.cancel_keeps_running:
+                s.pending = None
+                return
             s._rollback()
 
         self._rpc("cancel-commit", act)

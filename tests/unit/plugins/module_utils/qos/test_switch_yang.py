@@ -17,7 +17,11 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as rq
-from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_inputs as si
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_lines as sl
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_models as sm
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_payload as sp
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_readback as sr
 
 from ...conftest import ROOT
 
@@ -57,9 +61,9 @@ NX_PORTS = ["Ethernet1/1", "Ethernet1/2"]
 def _payload(platform: str, qos: dict[str, object] | None = None) -> str:
     qos = qos or QOS
     ports = XE_PORTS if platform == "ios-xe" else NX_PORTS
-    ET.register_namespace("", sq.XE if platform == "ios-xe" else sq.NX)
-    ET.register_namespace("pol", sq.XE_POLICY)
-    return ET.tostring(sq.data_tree(platform, qos, ports, sq.Names(), sq.Ecn()), encoding="unicode")
+    ET.register_namespace("", sm.XE if platform == "ios-xe" else sm.NX)
+    ET.register_namespace("pol", sm.XE_POLICY)
+    return ET.tostring(sp.data_tree(platform, qos, ports, si.Names(), si.Ecn()), encoding="unicode")
 
 
 def _valid(platform: str, which: str, payload: str, tmp_path: Path, *extra: str) -> tuple[bool, str]:
@@ -229,9 +233,9 @@ def test_what_the_switch_returns_reads_back_as_what_was_sent(
     ports = XE_PORTS if platform == "ios-xe" else NX_PORTS
     settings = rq.settings(qos)
     returned = _defaults_applied(platform, _payload(platform, settings), mode, tmp_path)
-    lines = sq.running(platform, returned, sq.Names())[0]
-    want = sq.intended(platform, settings, ports, sq.Names(), sq.Ecn())
-    assert sq.differences(want, sq.owned_running(platform, lines, ports)) == []
+    lines = sr.running(platform, returned, si.Names())[0]
+    want = sl.intended(platform, settings, ports, si.Names(), si.Ecn())
+    assert sl.differences(want, sl.owned_running(platform, lines, ports)) == []
 
 
 def test_trim_does_leave_the_defaults_out(tmp_path: Path) -> None:
@@ -251,5 +255,5 @@ def test_the_parsers_table_of_nx_os_defaults_is_the_models(tmp_path: Path) -> No
         for leaf in parent
         if len(leaf) == 0
     }
-    table = {(container, leaf, value) for (container, leaf), value in sq.NX_GENERIC_DEFAULTS.items()}
+    table = {(container, leaf, value) for (container, leaf), value in sm.NX_GENERIC_DEFAULTS.items()}
     assert table <= found, f"not defaults of Cisco's model: {sorted(table - found)}"

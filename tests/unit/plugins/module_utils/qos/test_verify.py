@@ -6,7 +6,10 @@ import json
 import xml.etree.ElementTree as ET
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce as rq
-from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch as sq
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_inputs as si
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_lines as sl
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_payload as sp
+from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import switch_readback as sr
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import parse as verify_parse
 
@@ -15,11 +18,11 @@ PORTS = ["Ethernet1/1", "Ethernet1/2"]
 
 
 def _switch(differences: list[str] | None = None) -> dict[str, object]:
-    tree = sq.data_tree("nx-os", ROCE, PORTS, sq.Names(), sq.Ecn())
-    lines = sq.running("nx-os", ET.tostring(tree, encoding="unicode"), sq.Names())[0]
+    tree = sp.data_tree("nx-os", ROCE, PORTS, si.Names(), si.Ecn())
+    lines = sr.running("nx-os", ET.tostring(tree, encoding="unicode"), si.Names())[0]
     return {
         "item": "leaf1",
-        "state": sq.state("nx-os", lines, PORTS),
+        "state": sl.state("nx-os", lines, PORTS),
         "differences": differences or [],
         "invocation": {"module_args": {"platform": "nx-os"}},
     }
