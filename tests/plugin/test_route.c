@@ -263,8 +263,10 @@ static void test_rail_connection(void) {
     spread &= ntohl(sa.sin_addr.s_addr) == routes[i % 2].local;
   }
   CHECK(spread, "socket i leaves from route i mod 2's address");
-  struct mesh_tcp_comm *s = mesh_tcp_comm_create(1, c.fds, 4, "rails test", err, sizeof(err));
-  struct mesh_tcp_comm *r = mesh_tcp_comm_create(0, rfds, 4, "rails test", err, sizeof(err));
+  struct mesh_route per_sock[4] = {routes[0], routes[1], routes[0], routes[1]};
+  struct mesh_cable_opts opts = {10000, "/sys"};
+  struct mesh_tcp_comm *s = mesh_tcp_comm_create(1, c.fds, per_sock, 4, "rails test", &opts, err, sizeof(err));
+  struct mesh_tcp_comm *r = mesh_tcp_comm_create(0, rfds, per_sock, 4, "rails test", &opts, err, sizeof(err));
   CHECK(s && r, "comms: %s", err);
   if (!s || !r) return;
   uint64_t before[4];
