@@ -8,8 +8,8 @@
  *     (sysfs: flags, operstate, carrier);
  *   - a socket with data in flight gets no acknowledgement for the whole bound while TCP retransmits (or
  *     two window probes in a row go unanswered) -- TCP_INFO;
- *   - TCP keepalive, tuned to the bound, ends a socket whose peer answers nothing (the receiving side, which
- *     has no data in flight of its own to notice it with).
+ *   - TCP keepalive, 2 s after the bound, ends a socket whose peer answers nothing (the receiving side, which
+ *     has no data in flight of its own to notice it with; a rank that only receives over that cable).
  * Not TCP_USER_TIMEOUT: tcp(7) also ends a connection whose receiver leaves its window closed that long, and
  * a rank that enters a collective late while its peer has sent does exactly that; a slow peer is not a lost
  * cable.  The RDMA backend watches its port's state (verbs.c) with the same stall rule.
@@ -24,6 +24,8 @@
 #include <sys/stat.h>
 
 #include "mesh.h"
+
+#define KEEPALIVE_LAG_S 2
 
 static int read_text(const char *path, char *out, size_t len) {
   FILE *f = fopen(path, "r");
@@ -85,8 +87,9 @@ void mesh_cable_name(const struct mesh_route *r, char *out, size_t len) {
 }
 
 void mesh_keepalive_plan(int timeout_ms, int *idle_s, int *intvl_s, int *cnt) {
-  int total = timeout_ms / 1000;
-  if (total < 2) total = 2; /* keepalive counts whole seconds: idle >= 1 and one probe >= 1 */
+  /* whole seconds, KEEPALIVE_LAG_S after the bound: the watch, which can say why (no carrier, set down),
+   * speaks first wherever it sees the cause */
+  int total = (timeout_ms + 999) / 1000 + KEEPALIVE_LAG_S;
   *cnt = total >= 8 ? 3 : 1;
   *intvl_s = total / (2 * *cnt);
   if (*intvl_s < 1) *intvl_s = 1;

@@ -191,8 +191,8 @@ const char *mesh_link_state_text(int state);
 /* "cable data1 (192.168.100.5 -> 192.168.100.6)"; a node route: "the routed path 10.255.0.1 -> 10.255.0.3
  * (node addresses)". */
 void mesh_cable_name(const struct mesh_route *r, char *out, size_t len);
-/* TCP keepalive that ends a socket whose peer answers nothing for about timeout_ms: idle + cnt * intvl
- * whole seconds, each at least 1 (2 s at the least). */
+/* TCP keepalive that ends a socket whose peer answers nothing for timeout_ms (rounded up to whole seconds)
+ * plus 2 s: idle + cnt * intvl, each at least 1 s. */
 void mesh_keepalive_plan(int timeout_ms, int *idle_s, int *intvl_s, int *cnt);
 int mesh_keepalive_set(int fd, int timeout_ms);
 /* A condition that must hold without a break: the ms it has held so far (0 when it does not hold now). */

@@ -179,10 +179,12 @@ static void fail(struct mesh_tcp_comm *c, struct mesh_tcp_request *r, int quiet,
 static void sock_error(const struct mesh_tcp_comm *c, int j, int e, char *out, size_t len) {
   char cable[MESH_ERRLEN / 4];
   mesh_cable_name(&c->routes[j], cable, sizeof(cable));
-  if (e == ETIMEDOUT && c->timeout_ms > 0)
-    snprintf(out, len, "%s lost: the peer answered nothing for about %d s (%s), socket %d of %d", cable,
-             c->timeout_ms / 1000, strerror(e), j, c->nsocks);
-  else
+  if (e == ETIMEDOUT && c->timeout_ms > 0) {
+    int idle, intvl, cnt;
+    mesh_keepalive_plan(c->timeout_ms, &idle, &intvl, &cnt);
+    snprintf(out, len, "%s lost: the peer answered no TCP keepalive for %d s (%s), socket %d of %d", cable,
+             idle + cnt * intvl, strerror(e), j, c->nsocks);
+  } else
     snprintf(out, len, "socket %d of %d on %s: %s", j, c->nsocks, cable,
              e ? strerror(e) : "the peer closed the connection");
 }

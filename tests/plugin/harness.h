@@ -47,6 +47,8 @@ mesh_abi_result_t init_fake_verbs(int fail);
 
 /* Runs fn in a child process; its checks count there, a failure marks the scenario failed. */
 void run_scenario(const char *name, void (*fn)(void));
+/* The same for n (at most 16) scenarios at once, so that their waits overlap. */
+void run_scenarios(int n, const char *const names[], void (*const fns[])(void));
 extern int scenarios_run, scenarios_failed;
 /* Prints the scenarios' count; a test binary's exit status: 1 after any failed check or scenario. */
 int finish(void);

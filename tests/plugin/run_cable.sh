@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# A cable lost under a live connection: network namespaces in pairs joined by veth cables, one func_peer rank
+# per namespace streaming checked data both ways through the plugin (TCP backend, NCCL_MESH_CABLE_TIMEOUT_MS
+# at its default), then one change per pair while the transfer is in flight, all pairs at once:
+#   down:    one end set down (ip link set ... down): that rank sees its interface down, its peer no carrier;
+#   deleted: the peer's end deleted (ip link del; a veth pair goes as one): both interfaces gone;
+#   silent:  both carriers up but nothing crosses (a blackhole route to the peer at each end): only TCP can
+#            tell (no acknowledgement, keepalive unanswered);
+#   rails:   two cables between the pair, the second set down: the error names that cable, not the first.
+# Every rank must end with an error (func_peer status 3: a plugin call failed during the stream) whose text
+# names its end of the cable ("cable IF (LOCAL -> PEER) lost"), within BOUND_S (15) seconds of the change,
+# measured from just before the change to the failure's time that the rank prints.  A rank still running
+# LIMIT_S after its start is a hang (timeout kills it).
+#   run_cable.sh FUNC_PEER LIBRARY          root, under the lab lock the caller holds (flock /tmp/rdmaops-lab.lock)
+set -euo pipefail
+peer=$(readlink -f "$1")
+lib=$(readlink -f "$2")
+BOUND_S=${BOUND_S:-15}
+LIMIT_S=${LIMIT_S:-30}
+if [ "$(id -u)" != 0 ]; then
+  echo "cable: FAIL: needs root (network namespaces and veth pairs)" >&2
+  exit 1
+fi
+tag=plc$(printf '%04x' $((RANDOM)))
+work=$(mktemp -d)
+names=()
+cleanup() {
+  for ns in "${names[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$tag" || true); do
+    ip link del "$l" 2>/dev/null || true
+  done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+node() { # NS
+  ip netns add "$1"
+  names+=("$1")
+  ip -n "$1" link set lo up
+}
+
+cable() { # NAME NS_A ADDR_A NS_B ADDR_B: veth NAME0 in NS_A, NAME1 in NS_B, a /30
+  ip link add "${1}0" type veth peer name "${1}1"
+  ip link set "${1}0" netns "$2"
+  ip link set "${1}1" netns "$4"
+  ip -n "$2" link set "${1}0" up
+  ip -n "$4" link set "${1}1" up
+  ip -n "$2" addr add "$3/30" dev "${1}0"
+  ip -n "$4" addr add "$5/30" dev "${1}1"
+}
+
+cases=(down deleted silent rails)
+declare -A change=() expect=()
+k=0
+for c in "${cases[@]}"; do
+  k=$((k + 1))
+  a=$tag-${c:0:2}0 b=$tag-${c:0:2}1 l=$tag${c:0:2}
+  node "$a"
+  node "$b"
+  cable "${l}" "$a" "10.79.$k.1" "$b" "10.79.$k.2"
+  expect[$c.0]="cable ${l}0 (10.79.$k.1 -> 10.79.$k.2) lost"
+  expect[$c.1]="cable ${l}1 (10.79.$k.2 -> 10.79.$k.1) lost"
+  case $c in
+    down) change[$c]="ip -n $a link set ${l}0 down" ;;
+    deleted) change[$c]="ip -n $b link del ${l}1" ;;
+    silent) change[$c]="ip -n $a route add blackhole 10.79.$k.2/32 && ip -n $b route add blackhole 10.79.$k.1/32" ;;
+    rails)
+      cable "${l}r" "$a" "10.79.$k.5" "$b" "10.79.$k.6"
+      change[$c]="ip -n $a link set ${l}r0 down"
+      expect[$c.0]="cable ${l}r0 (10.79.$k.5 -> 10.79.$k.6) lost"
+      expect[$c.1]="cable ${l}r1 (10.79.$k.6 -> 10.79.$k.5) lost"
+      ;;
+  esac
+  mkdir -p "$work/$c"
+  for r in 0 1; do
+    ns=$a
+    [ $r = 1 ] && ns=$b
+    ip netns exec "$ns" env -u NCCL_MESH_IFNAME -u NCCL_MESH_CABLE_TIMEOUT_MS MESH_PLUGIN_LIB="$lib" \
+      NCCL_MESH_TRANSPORT=tcp NCCL_MESH_DEBUG=1 FUNC_STREAM_S=120 \
+      timeout "$LIMIT_S" "$peer" "$work/$c" "$r" 2 11 262144 > "$work/$c/out.$r" 2>&1 &
+    echo $! > "$work/$c/pid.$r"
+  done
+done
+
+# the change once every rank streams
+for ((i = 0; i < 200; i++)); do
+  n=$(cat "$work"/*/out.* | grep -c ': streaming$' || true)
+  [ "$n" -eq $((2 * ${#cases[@]})) ] && break
+  sleep 0.05
+done
+if [ "$n" -ne $((2 * ${#cases[@]})) ]; then
+  tail -n 5 "$work"/*/out.*
+  echo "cable: FAIL: only $n of $((2 * ${#cases[@]})) ranks streaming after 10 s" >&2
+  exit 1
+fi
+sleep 0.5
+declare -A t0=()
+for c in "${cases[@]}"; do
+  t0[$c]=$(date +%s.%N)
+  eval "${change[$c]}"
+done
+
+bad=0
+for c in "${cases[@]}"; do
+  for r in 0 1; do
+    rc=0
+    wait "$(cat "$work/$c/pid.$r")" || rc=$?
+    out=$work/$c/out.$r
+    at=$(sed -n 's/.*stream ended after .* at \([0-9.]*\)$/\1/p' "$out" | head -n 1)
+    lost=$(grep -F -m 1 "${expect[$c.$r]}" "$out" | sed 's/.*NET\/Mesh : //' || true)
+    if [ $rc -eq 124 ]; then
+      why="still running ${LIMIT_S} s after its start: a hang"
+    elif [ $rc -ne 3 ] || [ -z "$at" ]; then
+      why="ended with status $rc, not a failed plugin call during the stream"
+    elif [ -z "$lost" ]; then
+      why="its error does not name its end of the cable (${expect[$c.$r]})"
+    else
+      dt=$(awk -v a="$at" -v b="${t0[$c]}" 'BEGIN { printf "%.1f", a - b }')
+      if awk -v d="$dt" -v m="$BOUND_S" 'BEGIN { exit !(d <= m) }'; then
+        echo "ok: $c: rank $r ended ${dt} s after the change: $lost"
+        continue
+      fi
+      why="ended ${dt} s after the change, over ${BOUND_S} s"
+    fi
+    echo "  $c: rank $r: $why" >&2
+    sed 's/^/    /' "$out" >&2
+    bad=1
+  done
+done
+if [ $bad -ne 0 ]; then
+  echo "cable: FAIL" >&2
+  exit 1
+fi
+echo "cable: ${#cases[@]} cases, $((2 * ${#cases[@]})) ranks ended naming the cable within ${BOUND_S} s; ${SECONDS} s in all"
