@@ -159,6 +159,19 @@ static unsigned char pattern(int src, int dst, size_t size, size_t i) {
   return (unsigned char)((i * 131u) ^ (size * 7u) ^ ((unsigned)src << 4) ^ (unsigned)dst ^ (i >> 12));
 }
 
+/* One pass of test over every peer's send and receive not done yet: how many are left. */
+static int test_pass(void **sreq, void **rreq, int *sdone, int *rdone, int *rsize) {
+  int left = 0;
+  for (int j = 0; j < nranks; j++) {
+    if (j == rank) continue;
+    int dummy;
+    if (!sdone[j]) net_test(sreq[j], &sdone[j], &dummy);
+    if (!rdone[j]) net_test(rreq[j], &rdone[j], &rsize[j]);
+    left += !sdone[j] + !rdone[j];
+  }
+  return left;
+}
+
 /* Messages of `size` bytes both ways with every peer, round after round, until `seconds` pass. */
 static int stream(double seconds, size_t size, void **sc, void **rc, void **lc) {
   unsigned char *sbuf[MAXR], *rbuf[MAXR];
@@ -183,17 +196,7 @@ static int stream(double seconds, size_t size, void **sc, void **rc, void **lc) 
       while (!rreq[j]) net_irecv(rc[j], rbuf[j], size, rmh[j], &rreq[j]);
       while (!sreq[j]) net_isend(sc[j], sbuf[j], size, smh[j], &sreq[j]);
     }
-    for (int left = 1; left;) {
-      left = 0;
-      for (int j = 0; j < nranks; j++) {
-        if (j == rank) continue;
-        int dummy;
-        if (!sdone[j]) net_test(sreq[j], &sdone[j], &dummy);
-        if (!rdone[j]) net_test(rreq[j], &rdone[j], &rsize[j]);
-        left += !sdone[j] + !rdone[j];
-      }
-      if (left) usleep(200); /* a proxy thread's pace, and the shared machine's other work */
-    }
+    while (test_pass(sreq, rreq, sdone, rdone, rsize)) usleep(200); /* a proxy's pace; the machine is shared */
     for (int j = 0; j < nranks; j++) {
       if (j == rank) continue;
       if ((size_t)rsize[j] != size || (size && rbuf[j][size / 2] != pattern(j, rank, size, size / 2)))
@@ -315,18 +318,8 @@ int main(int argc, char **argv) {
       while (!sreq[j]) net_isend(sc[j], sbuf[j], size, smh[j], &sreq[j]);
     }
     double ts = now();
-    for (;;) {
-      int left = 0;
-      for (int j = 0; j < nranks; j++) {
-        if (j == rank) continue;
-        int dummy;
-        if (!sdone[j]) net_test(sreq[j], &sdone[j], &dummy);
-        if (!rdone[j]) net_test(rreq[j], &rdone[j], &rsize[j]);
-        left += !sdone[j] + !rdone[j];
-      }
-      if (!left) break;
+    while (test_pass(sreq, rreq, sdone, rdone, rsize))
       if (now() - ts > 120) die("size %zu: requests incomplete after 120 s", size);
-    }
     for (int j = 0; j < nranks; j++) {
       if (j == rank) continue;
       if ((size_t)rsize[j] != size) die("size %zu from rank %d: test reported %d bytes", size, j, rsize[j]);

@@ -204,6 +204,12 @@ void run_scenarios(int n, const char *const names[], void (*const fns[])(void)) 
 
 void run_scenario(const char *name, void (*fn)(void)) { run_scenarios(1, &name, &fn); }
 
+void expect_init_fails(mesh_abi_result_t want, const char *message) {
+  mesh_abi_result_t rc = P->init(&ctx, 1, NULL, logger, NULL);
+  CHECK(rc == want && strstr(warnings, message), "init returned %d, expected %d with \"%s\": %s", rc, want, message,
+        warnings);
+}
+
 mesh_abi_result_t init_fake_verbs(int fail) {
   verbs_tree();
   fake_verbs_reset("fake0", (enum fake_fail)fail);

@@ -17,37 +17,9 @@ peer=$(readlink -f "$1")
 lib=$(readlink -f "$2")
 BOUND_S=${BOUND_S:-15}
 LIMIT_S=${LIMIT_S:-30}
-if [ "$(id -u)" != 0 ]; then
-  echo "cable: FAIL: needs root (network namespaces and veth pairs)" >&2
-  exit 1
-fi
-tag=plc$(printf '%04x' $((RANDOM)))
-work=$(mktemp -d)
-names=()
-cleanup() {
-  for ns in "${names[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
-  for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$tag" || true); do
-    ip link del "$l" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-node() { # NS
-  ip netns add "$1"
-  names+=("$1")
-  ip -n "$1" link set lo up
-}
-
-cable() { # NAME NS_A ADDR_A NS_B ADDR_B: veth NAME0 in NS_A, NAME1 in NS_B, a /30
-  ip link add "${1}0" type veth peer name "${1}1"
-  ip link set "${1}0" netns "$2"
-  ip link set "${1}1" netns "$4"
-  ip -n "$2" link set "${1}0" up
-  ip -n "$4" link set "${1}1" up
-  ip -n "$2" addr add "$3/30" dev "${1}0"
-  ip -n "$4" addr add "$5/30" dev "${1}1"
-}
+# shellcheck source=tests/plugin/netns.sh
+. "$(dirname "$0")/netns.sh"
+netns_start cable plc
 
 cases=(down deleted silent rails)
 declare -A change=() expect=()
@@ -55,20 +27,20 @@ k=0
 for c in "${cases[@]}"; do
   k=$((k + 1))
   a=$tag-${c:0:2}0 b=$tag-${c:0:2}1 l=$tag${c:0:2}
-  node "$a"
-  node "$b"
-  cable "${l}" "$a" "10.79.$k.1" "$b" "10.79.$k.2"
-  expect[$c.0]="cable ${l}0 (10.79.$k.1 -> 10.79.$k.2) lost"
-  expect[$c.1]="cable ${l}1 (10.79.$k.2 -> 10.79.$k.1) lost"
+  netns_add "$a"
+  netns_add "$b"
+  veth_cable "${l}" "$a" "10.79.$k.1" "$b" "10.79.$k.2"
+  expect[$c.0]="cable ${l}a (10.79.$k.1 -> 10.79.$k.2) lost"
+  expect[$c.1]="cable ${l}b (10.79.$k.2 -> 10.79.$k.1) lost"
   case $c in
-    down) change[$c]="ip -n $a link set ${l}0 down" ;;
-    deleted) change[$c]="ip -n $b link del ${l}1" ;;
+    down) change[$c]="ip -n $a link set ${l}a down" ;;
+    deleted) change[$c]="ip -n $b link del ${l}b" ;;
     silent) change[$c]="ip -n $a route add blackhole 10.79.$k.2/32 && ip -n $b route add blackhole 10.79.$k.1/32" ;;
     rails)
-      cable "${l}r" "$a" "10.79.$k.5" "$b" "10.79.$k.6"
-      change[$c]="ip -n $a link set ${l}r0 down"
-      expect[$c.0]="cable ${l}r0 (10.79.$k.5 -> 10.79.$k.6) lost"
-      expect[$c.1]="cable ${l}r1 (10.79.$k.6 -> 10.79.$k.5) lost"
+      veth_cable "${l}r" "$a" "10.79.$k.5" "$b" "10.79.$k.6"
+      change[$c]="ip -n $a link set ${l}ra down"
+      expect[$c.0]="cable ${l}ra (10.79.$k.5 -> 10.79.$k.6) lost"
+      expect[$c.1]="cable ${l}rb (10.79.$k.6 -> 10.79.$k.5) lost"
       ;;
   esac
   mkdir -p "$work/$c"
