@@ -242,7 +242,7 @@ static void test_tcp_cable_lost(void) {
   CHECK(pair(2, sfds, rfds) == 0, "pair");
   new_tree();
   iface("data1", "0x1003\n", "up\n", "1\n");
-  struct mesh_route routes[2] = {route("data1", "127.0.0.1", "127.0.0.1", 0), route("data1", "127.0.0.1", "127.0.0.1", 0)};
+  struct mesh_route one = route("data1", "127.0.0.1", "127.0.0.1", 0), routes[2] = {one, one};
   struct mesh_cable_opts o = opts_1s();
   struct mesh_tcp_comm *s = mesh_tcp_comm_create(1, sfds, routes, 2, "peer 127.0.0.1, NIC data1", &o, err, sizeof(err));
   struct mesh_tcp_comm *r = mesh_tcp_comm_create(0, rfds, routes, 2, "peer 127.0.0.1, NIC data1", &o, err, sizeof(err));
