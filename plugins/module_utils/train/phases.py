@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import hca as nccl_hca
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import supervisor
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import launch as tl
@@ -164,25 +165,6 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def hca_selected(port: Mapping[str, Any], hca: str) -> bool:
-    """Whether NCCL_IB_HCA (NCCL's syntax: a list of device[:port]; '=' exact names, '^' excludes, a name
-    without '=' is a prefix) lets NCCL use PORT ({device, port}); an empty value allows every port."""
-    spec = hca.strip()
-    if not spec:
-        return True
-    exclude = spec.startswith("^")
-    spec = spec.lstrip("^")
-    exact = spec.startswith("=")
-    dev, num = str(port.get("device", "")), str(port.get("port", ""))
-
-    def matches(entry: str) -> bool:
-        name, want = entry.strip().partition(":")[::2]
-        return (dev == name if exact else dev.startswith(name)) and want in ("", num)
-
-    hit = any(matches(e) for e in spec.lstrip("=").split(",") if e.strip())
-    return hit != exclude
-
-
 def _tcp(env: Mapping[str, Any]) -> str:
     """Which TCP path a node's NCCL environment takes ('' for RDMA)."""
     if env.get("NCCL_NET_PLUGIN") == "mesh":
@@ -205,7 +187,11 @@ def slow_fabric(reports: Mapping[str, Any], hosts: list[str], rdma_below_gbps: f
         hca = str((rep.get("env") or {}).get("NCCL_IB_HCA", ""))
         for port in rep.get("rdma_ports") or []:
             rate = port.get("rate_gbps")
-            used = port.get("active") and isinstance(rate, (int, float)) and hca_selected(port, hca)
+            used = (
+                port.get("active")
+                and isinstance(rate, (int, float))
+                and nccl_hca.selects(hca, str(port.get("device", "")), port.get("port", ""))
+            )
             if used and (slowest is None or rate < slowest[0]):
                 slowest = (float(rate), f"{host} {port.get('device')}/{port.get('port')}")
     if slowest is None or slowest[0] >= rdma_below_gbps:

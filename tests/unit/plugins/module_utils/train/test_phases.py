@@ -251,24 +251,6 @@ def test_rdma_below_the_threshold_is_a_slow_link(
     assert any(n.startswith(note) for n in p["notes"]), p["notes"]
 
 
-@pytest.mark.parametrize(
-    ("hca", "device", "num", "used"),
-    [
-        ("", "mlx5_3", 1, True),
-        ("mlx5", "mlx5_3", 1, True),  # a prefix
-        ("mlx5_0", "mlx5_0", 2, True),  # any port
-        ("mlx5_0:1", "mlx5_0", 2, False),
-        ("=mlx5_0", "mlx5_01", 1, False),  # exact names
-        ("=mlx5_0,mlx5_1:1", "mlx5_1", 1, True),
-        ("^mlx5_1", "mlx5_1", 1, False),
-        ("^mlx5_1", "mlx5_0", 1, True),
-        ("^=mlx5_1:2", "mlx5_1", 1, True),
-    ],
-)
-def test_nccl_ib_hca_selects_ports_as_nccl_does(hca: str, device: str, num: int, used: bool) -> None:
-    assert phases.hca_selected({"device": device, "port": num}, hca) is used
-
-
 def test_a_forced_hsdp_or_another_strategy_is_said_so() -> None:
     tcp = {h: report(h, env=TCP) for h in HOSTS}
     forced = phases.plan(plan_args(checked(hsdp="off"), reports=tcp))["plan"]
