@@ -71,8 +71,8 @@ def node(text: str, env: Mapping[str, Any]) -> dict[str, Any]:
             )
         elif mine_relation == "SYS":
             warnings.append(
-                f"{gpu}'s nearest NIC that NCCL uses ({why}) is SYS ({', '.join(mine)}), though"
-                f" {', '.join(nearest)} is {relation}: list it in NCCL_IB_HCA (nccl_env_hca)"
+                f"{gpu}'s nearest NIC that NCCL uses ({why}) is SYS ({', '.join(mine)}); its nearest NIC,"
+                f" {', '.join(nearest)} ({relation}), is not one NCCL uses"
             )
     return {"state": "ok", "gpus": gpus, "nccl_nics": used, "nccl_why": why, "warnings": warnings}
 
@@ -105,7 +105,11 @@ def cluster(
             continue
         warnings += [f"{host}: {w}" for w in nodes[host]["warnings"]]
     absent = [h for h in hosts if nodes[h]["state"] == "absent"]
-    notes = [f"{h}: {nodes[h]['reason']}" for h in hosts if nodes[h]["state"] == "failed"]
+    failed: dict[str, list[str]] = {}
+    for h in hosts:
+        if nodes[h]["state"] == "failed":
+            failed.setdefault(nodes[h]["reason"], []).append(h)
+    notes = [f"{', '.join(group)}: {reason}" for reason, group in failed.items()]
     if absent:
         notes.append(f"no nvidia-smi on {', '.join(absent)} (no GPU driver there): no GPU-to-NIC affinity")
     return {"nodes": nodes, "warnings": warnings, "notes": notes}

@@ -4,9 +4,10 @@ rdmaops.cluster.train_plan, built on plugin_utils/phase.py's PhaseAction).
 
 ``check`` (tasks/validate.yml): the role's inputs, the recipe resolved once with the trainer's own code and
 written out as the one recipe file every node runs (with its sha256), the job's names and paths.
-``plan`` (after the preflight, tasks/preflight.yml): every node's report compared (preflight.py), then what
-each node starts, from the check's plan and the reports: its launch directory (launch.py ``node_files``),
-the unit's command, the job record. Nothing is planned twice and no plan is rebuilt from itself.
+``plan`` (after the preflight, tasks/preflight.yml): every node's report compared (preflight.py), the
+GPU-to-NIC affinity noted (nccl/affinity.py), then what each node starts, from the check's plan and the
+reports: its launch directory (launch.py ``node_files``), the unit's command, the job record. Nothing is
+planned twice and no plan is rebuilt from itself.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import affinity
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import hca as nccl_hca
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import supervisor
@@ -367,9 +369,15 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             f"{workdir}/job.json": record_text,
         }
     note = hsdp_note(c["recipe_data"], decision, len(hosts), slow)
+    # Each GPU's nearest NIC and whether NCCL's NICs are close (nodes without nvidia-smi: said once).
+    gpu_nic = affinity.cluster(
+        {h: (reports.get(h) or {}).get("gpu_topology") or {} for h in hosts},
+        {h: (reports.get(h) or {}).get("env") or {} for h in hosts},
+        hosts,
+    )
     result: dict[str, Any] = {
         **record,
-        "notes": [*report["notes"], *([note] if note else [])],
+        "notes": [*report["notes"], *affinity.notes(gpu_nic, hosts), *([note] if note else [])],
         "health": health["summary"] if health else None,
         "sync": [],
         "job_record": record,
