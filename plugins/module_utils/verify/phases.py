@@ -130,7 +130,9 @@ def plan_phase(params: Mapping[str, Any]) -> dict[str, Any]:
         rounds = plan.schedule(
             links, hosts, params["pattern"], params["directions"], params["max_concurrent"]
         )
-        env = {"GLOO_SOCKET_IFNAME": params["socket_ifname"], "NCCL_SOCKET_IFNAME": params["socket_ifname"]}
+        # Several rails (mesh_network's comma-joined fabric ports): NCCL takes the list, gloo the first.
+        sockets = params["socket_ifname"]
+        env = {"GLOO_SOCKET_IFNAME": sockets.split(",")[0], "NCCL_SOCKET_IFNAME": sockets}
         # The NCCL env file (nccl_env role) wins over the socket defaults, as it does for the launchers.
         env.update(parse.parse_env_file(params["env_file"]) if params["env_file"] else {})
     except plan.VerifyError as exc:

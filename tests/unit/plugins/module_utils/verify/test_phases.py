@@ -132,6 +132,8 @@ def test_plan_environment_takes_the_env_file_over_the_sockets() -> None:
         "NCCL_SOCKET_IFNAME": "data0",
         "NCCL_IB_TC": "104",
     }
+    rails = phases.plan_phase(plan_params(mesh, socket_ifname="data0,data1"))["plan"]["collective_env"]
+    assert rails == {"GLOO_SOCKET_IFNAME": "data0", "NCCL_SOCKET_IFNAME": "data0,data1"}
     bad = phases.plan_phase(plan_params(mesh, env_file="not an assignment"))
     assert bad["errors"] == ["environment file line 1 is not KEY=VALUE: 'not an assignment'"]
 
