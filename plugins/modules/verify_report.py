@@ -208,12 +208,12 @@ def main() -> None:
             collective=params["collective"],
             qos=params["qos"],
             nccl=params["nccl_path"],
-            affinity=params["affinity"],
             health=None
             if params["health"] is None or params["health_mode"] == "off"
             else health_gate.evaluate(
                 params["health"], params["hosts"], params["health_mode"], params["health_severity"]
             ),
+            affinity=params["affinity"],
         )
     except TypeError as exc:
         module.fail_json(msg=f"unknown threshold: {exc}")
