@@ -65,7 +65,7 @@ def compute(
         sockets = rails if len(rails) > 1 else sockets
     env["NCCL_SOCKET_IFNAME"] = "=" + ",".join(sockets)
     # gloo would open a device per listed interface; the first one (rail 0 on a fabric) carries it.
-    env["GLOO_SOCKET_IFNAME"] = str(socket_ifname).split(",")[0]
+    env["GLOO_SOCKET_IFNAME"] = str(socket_ifname).partition(",")[0]
     # The host marks RoCE packets with the traffic class; DSCP is its upper 6 bits.
     env["NCCL_IB_TC"] = str(int(dscp) * 4)
     for key, value in (extra or {}).items():

@@ -132,7 +132,7 @@ def plan_phase(params: Mapping[str, Any]) -> dict[str, Any]:
         )
         # Several rails (mesh_network's comma-joined fabric ports): NCCL takes the list, gloo the first.
         sockets = params["socket_ifname"]
-        env = {"GLOO_SOCKET_IFNAME": sockets.split(",")[0], "NCCL_SOCKET_IFNAME": sockets}
+        env = {"GLOO_SOCKET_IFNAME": sockets.partition(",")[0], "NCCL_SOCKET_IFNAME": sockets}
         # The NCCL env file (nccl_env role) wins over the socket defaults, as it does for the launchers.
         env.update(parse.parse_env_file(params["env_file"]) if params["env_file"] else {})
     except plan.VerifyError as exc:
