@@ -107,6 +107,13 @@ sanity: venv
 	# The controller's Python (the venv's): --local runs the tests with it (.venv/bin is first on PATH).
 	pyver=$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 	cd $$dst && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --local --python $$pyver --color no
+	# Modules, module_utils and the trainer run on the nodes' Python (Debian 12's 3.11): compiled and imported
+	# there too.
+	if python3.11 -c '' 2>/dev/null; then
+	  $(CURDIR)/$(BIN)/ansible-test sanity --local --python 3.11 --test compile --test import --color no
+	else
+	  echo "make sanity: no python3.11 that runs here: compile and import on the nodes' Python 3.11 not run"
+	fi
 
 # The built tarball installs and its playbooks resolve as rdmaops.cluster.* without the repo.
 build-check: venv
