@@ -36,7 +36,8 @@ help:
 define CONTROLLER_PY
 py_ok() { "$$1" -c 'import sys, sysconfig; sys.exit(sys.version_info < (3, 12) or bool(sysconfig.get_config_var("Py_GIL_DISABLED")))' 2>/dev/null; }
 controller_py() {
-  local c root=$${PYENV_ROOT:-$$HOME/.pyenv}
+  # PATH without this venv's bin (make puts it first): a python3.13 found there is the venv's own
+  local c root=$${PYENV_ROOT:-$$HOME/.pyenv} PATH=$${PATH#"$(CURDIR)/$(BIN):"}
   if [ -n "$(PY)" ]; then
     py_ok "$(PY)" && { command -v "$(PY)"; return; }
     echo "make venv: PY=$(PY) is not a Python >= 3.12 that runs (ansible-core 2.21's controller needs one)" >&2
