@@ -190,7 +190,8 @@ def read_addresses() -> dict[str, set[str]]:
 
 def run_command(argv: list[str]) -> tuple[int, str, str]:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+        # subprocess, not run_command: run_command has no timeout
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)  # pylint: disable=ansible-bad-function
     except FileNotFoundError as exc:
         return 127, "", str(exc)
     except subprocess.TimeoutExpired:
