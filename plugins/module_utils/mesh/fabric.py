@@ -246,9 +246,8 @@ def parse_settings(
     except ma.MeshAddressingError as exc:
         return None, [str(exc)]
     errors = _overlap_errors(nets, mgmt_cidr, node_pool)
-    errors += _overlap_errors(
-        {f"mesh_network_leaf_routes {r.cidr}": r for r in routes}, mgmt_cidr, None, False
-    )
+    labelled = {f"mesh_network_leaf_routes[{i}]": route for i, route in enumerate(routes)}
+    errors += _overlap_errors(labelled, mgmt_cidr, None, each_other=False)
     errors += _size_errors(scheme, nets, hosts, rails)
     if errors:
         return None, errors

@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import check, cluster, data_ports, host_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import (
+    check,
+    cluster,
+    data_ports,
+    host_plan,
+)
 
 from ...conftest import FIXTURE_DIR
 
@@ -70,8 +75,8 @@ CLUSTER_KEYS = (
 
 
 def cluster_args(params: Mapping[str, Any]) -> dict[str, Any]:
-    """What tasks/validate.yml passes rdmaops.cluster.mesh_network_plan, from the role's inputs: ``all_ports``,
-    ``all_fabric_ports``, ``all_fabric_port`` are every node's inventory values."""
+    """What tasks/validate.yml passes rdmaops.cluster.mesh_network_plan, from the role's inputs:
+    ``all_ports``, ``all_fabric_ports``, ``all_fabric_port`` are every node's inventory values."""
     args = {key: params.get(key, FABRIC_DEFAULTS.get(key)) for key in CLUSTER_KEYS}
     args.update(
         ports=params.get("all_ports") or {},
