@@ -187,6 +187,17 @@ class Graph:
             out.append(step)
         return out
 
+    def paths(self) -> dict[str, dict[str, list[str]]]:
+        """{src: {dst: path(src, dst)}} for every pair that reaches each other, at the cost of the paths'
+        length: from each destination outwards (breadth-first), a node's path is its next hop's, the node in
+        front."""
+        out: dict[str, dict[str, list[str]]] = {h: {} for h in self.hosts}
+        for dst in self.hosts:
+            tail = {dst: [dst]}
+            for node in list(self.dist[dst])[1:]:  # nearer nodes first: the next hop's path is known
+                tail[node] = out[node][dst] = [node, *tail[self.next_hops(node)[dst]]]
+        return out
+
     def path_cables(self, src: str, dst: str) -> list[dict[str, Any]]:
         """The cables a packet from ``src`` to ``dst``'s node address crosses (cable 0 of each hop)."""
         nodes = self.path(src, dst)

@@ -115,14 +115,15 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
         mtu = params["mtu"]
         renumbering = bool(shared.get("renumbering"))
         extra = list(dict.fromkeys(a for a in params["apply_targets"] if a))
+        checks = reachability.path_checks(plan, mtu)
         plan.update(
             netplan=host_plan.netplan_document(plan, mtu),
             expected_addresses=host_plan.expected_addresses(plan),
-            path_checks=reachability.path_checks(plan, mtu),
+            path_checks=checks,
             # While renumbering, every node moves at once and an address that answered before may belong to
             # another cable afterwards: only the controller and the extra hosts must keep answering then
             # (verify checks the mesh after). Otherwise the direct paths too, at the MTU.
-            apply_targets=extra if renumbering else reachability.check_targets(extra, plan, mtu),
+            apply_targets=extra if renumbering else reachability.check_targets(extra, plan, mtu, checks),
             renumbering=renumbering,
             layout=dict(shared.get("layout") or {"kept": 0, "changes": []}),
             mgmt_identity=identity,

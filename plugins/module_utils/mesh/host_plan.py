@@ -132,6 +132,8 @@ def mesh_parts(
             if end in links_of:
                 links_of[end].append(link)
     transit = set(graph.transit())
+    # every pair's path at once for the cluster; one node's alone (host_plan) costs its own paths only
+    every_path = graph.paths() if only is None else {h: {d: graph.path(h, d) for d in names} for h in wanted}
     out: dict[str, dict[str, Any]] = {}
     for host in wanted:
         routed: dict[str, list[str]] = {}
@@ -168,7 +170,7 @@ def mesh_parts(
             "index": index[host],
             "links": links,
             "hops": {h: graph.hops(host, h) for h in names if h != host},
-            "paths": {h: graph.path(host, h) for h in names if h != host},
+            "paths": {h: every_path[host].get(h, []) for h in names if h != host},
             "transit": host in transit,
         }
     return out

@@ -115,20 +115,25 @@ def _neighbours(plan: Mapping[str, Any]) -> set[str]:
     return {peers[(k - 1) % len(peers)], peers[k % len(peers)]}
 
 
-def check_targets(extra: Sequence[str], plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
+def check_targets(
+    extra: Sequence[str],
+    plan: Mapping[str, Any],
+    mtu: Any,
+    checks: Sequence[Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """Targets for netplan_apply: extra addresses (plain ping) plus every direct path check (DF at the MTU).
 
     Node addresses further than one cable are left to verify: they answer only once every node on the way
     has applied its own plan, and the nodes apply at the same time. On a switched fabric with several rails
     every peer is probed on rail 0 (as on one port), the neighbours in the host list on each further rail,
-    each from this node's address on the rail.
+    each from this node's address on the rail. ``checks``: path_checks(plan, mtu), when already made.
     """
     targets: list[dict[str, Any]] = [
         {"address": str(a), "size": 0, "name": f"management path to {a}"} for a in extra if a
     ]
     what = {"link": "link address", "node": "node address", "fabric": "fabric address"}
     near = _neighbours(plan)
-    for c in path_checks(plan, mtu):
+    for c in path_checks(plan, mtu) if checks is None else checks:
         if c.get("hops", 1) != 1 or (c.get("rail", "rail0") != "rail0" and c["dst"] not in near):
             continue
         target = {

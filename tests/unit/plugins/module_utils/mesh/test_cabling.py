@@ -439,5 +439,7 @@ def test_next_hops_computed_once_per_node_are_the_shortest_paths_first_neighbour
             assert g.next_hop(src, dst) == want
             path = g.path(src, dst)
             assert len(path) == (far or 0) + 1 and path[0] == src and path[-1] == dst
+    every = g.paths()
+    assert every == {s: {d: g.path(s, d) for d in g.hosts if d != s} for s in g.hosts}
     inside = {h for s in g.hosts for d in g.hosts for h in g.path(s, d)[1:-1]}
     assert g.transit() == [h for h in g.hosts if h in inside]
