@@ -193,6 +193,19 @@ def _switched(
         table = fabric_plan.rail_addresses(names, parsed)
     except ma.MeshAddressingError as exc:
         return {"errors": [str(exc)], "plan": {}}
+    # Addresses in use (the nodes' own files) move only when asked: a new scheme, subnet or host order would.
+    files = {h: _node(nodes, h).get("netplan") for h in nodes}
+    kept, changes = fabric_plan.changes_in_use(names, table, lists, files)
+    renumber = bool(params["renumber"])
+    if changes and not renumber:
+        return {
+            "errors": [
+                "these addresses in use would change: "
+                + "; ".join(changes)
+                + " (run with -e mesh_network_renumber=true to renumber the fabric)"
+            ],
+            "plan": {},
+        }
     return {
         "errors": [],
         "plan": {
@@ -201,8 +214,8 @@ def _switched(
                 "hosts": names,
                 "peers": {h: entries[0]["address"] for h, entries in table.items()},
                 "fabric": {"scheme": parsed.scheme, "leaf_routes": parsed.leaf_routes, "rails": table},
-                "layout": {"kept": 0, "changes": []},
-                "renumbering": False,
+                "layout": {"kept": kept, "changes": changes},
+                "renumbering": bool(changes),
             },
             "cabling": {},
         },

@@ -14,7 +14,8 @@ the host list and the NIC's rail i, per scheme (fabric.py parses the settings):
 
 ``node_plan`` is one node's switched plan (its rails with resolved ports, the peers' addresses, the ARP and
 reverse-path sysctls of a host with several NICs); ``ethernets`` renders its netplan entries; ``export`` is
-the ``mesh_network_fabric`` fact (one entry per rail) that verify and NCCL read.
+the ``mesh_network_fabric`` fact (one entry per rail) that verify and NCCL read. ``changes_in_use`` names the
+addresses in use (read back from the nodes' netplan files) a plan would move.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.data_ports import port_entry
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.fabric import Fabric, rail_name
 
@@ -148,6 +150,48 @@ def ethernets(plan: Mapping[str, Any], mtu: int) -> dict[str, Any]:
             entry["routes"] = routes
         out[rail["ifname"]] = entry
     return out
+
+
+def changes_in_use(
+    names: Sequence[str],
+    rails: Mapping[str, Sequence[Mapping[str, Any]]],
+    ports: Mapping[str, Sequence[Any]],
+    files: Mapping[str, Any],
+) -> tuple[int, list[str]]:
+    """(ports that keep their address in use, the fabric addresses a plan would move): each port of a node
+    whose netplan file (the role's, read back: ``files``, {host: the document or None}) gives it another
+    address than ``rails`` does, as ``gpu02 rail1 ens12np0 192.168.200.6/24 -> 192.168.193.2/24``. A new
+    scheme, subnet or host order does that; the role refuses it unless renumbering is asked for."""
+    kept = 0
+    changes = []
+    for host in names:
+        doc = files.get(host)
+        network = doc.get("network") if isinstance(doc, Mapping) else None
+        ethernets = network.get("ethernets") if isinstance(network, Mapping) else None
+        if not isinstance(ethernets, Mapping):
+            continue
+        for entry, spec in zip(rails.get(host) or [], ports.get(host) or [], strict=False):
+            name = cabling.port_name(spec)
+            mac = str(spec.get("macaddress") or "").lower() if isinstance(spec, Mapping) else ""
+            found = ethernets.get(name) if name else None
+            if found is None and mac:
+                found = next(
+                    (
+                        e
+                        for e in ethernets.values()
+                        if isinstance(e, Mapping)
+                        and str((e.get("match") or {}).get("macaddress")).lower() == mac
+                    ),
+                    None,
+                )
+            held = [str(a) for a in found.get("addresses") or []] if isinstance(found, Mapping) else []
+            wanted = f"{entry['address']}/{entry['prefix']}"
+            if held and wanted not in held:
+                changes.append(
+                    f"{host} {entry['name']} {cabling.port_label(spec)} {', '.join(held)} -> {wanted}"
+                )
+            kept += wanted in held
+    return kept, changes
 
 
 def export(plan: Mapping[str, Any]) -> list[dict[str, Any]]:

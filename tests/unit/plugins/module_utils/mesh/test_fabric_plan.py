@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
@@ -374,3 +375,85 @@ def test_subnets_are_checked_for_the_whole_fabric_before_any_node() -> None:
     message = refused(fabric_scheme="shared", fabric_subnet="192.168.200.0/28")
     assert "4 nodes x 4 NICs need 16" in message
     assert "overlaps the management network" in refused(fabric_scheme="rails", rail_pool="10.93.0.0/22")
+
+
+def test_the_rails_example_inventory_plans_as_its_comments_say() -> None:
+    """inventories/rails: four servers of four NICs on four leaves; gpu03's ports matched by MAC."""
+    where = ROOT / "inventories" / "rails"
+    hosts = list(yaml.safe_load((where / "hosts.yml").read_text())["all"]["children"]["cluster"]["hosts"])
+    group = yaml.safe_load((where / "group_vars" / "all.yml").read_text())
+    own = {
+        h: yaml.safe_load(f.read_text()) for h in hosts if (f := where / "host_vars" / f"{h}.yml").exists()
+    }
+    ports = {h: own.get(h, group)["mesh_network_fabric_ports"] for h in hosts}
+    params = inventory(4, group["mesh_network_fabric_ports"], host="gpu02", hosts=hosts)
+    params.update(
+        mgmt_cidr=group["mesh_network_mgmt_cidr"],
+        fabric_scheme=group["mesh_network_fabric_scheme"],
+        rail_pool=group["mesh_network_rail_pool"],
+        rail_prefix=group["mesh_network_rail_prefix"],
+    )
+    params["nodes"] = {}
+    for i, host in enumerate(hosts, start=1):
+        names = [p if isinstance(p, str) else p["name"] for p in ports[host]]
+        links = json.loads(ip_addr(i, names).replace("10.93.0.", "172.16.10."))
+        for link, spec in zip(links[1:], ports[host], strict=True):
+            link["address"] = spec["macaddress"] if isinstance(spec, dict) else link["address"]
+        params["nodes"][host] = {
+            "addr": json.dumps(links),
+            "route": "[]",
+            "netplan": None,
+            "netplan_text": "",
+            "connect": [f"172.16.10.{20 + i}"],
+            "fabric_ports": ports[host],
+        }
+    for host in hosts:
+        out = role_phases({**params, "host": host, "fabric_ports": ports[host]})
+        assert out["errors"] == [], out["errors"]
+        if host == "gpu02":
+            assert [r["address"] for r in out["plan"]["fabric_rails"]] == [
+                "192.168.192.2",
+                "192.168.193.2",
+                "192.168.194.2",
+                "192.168.195.2",
+            ]
+        if host == "gpu03":
+            assert port(out["plan"]["netplan"], "ens21np0")["match"] == {"macaddress": "b8:3f:d2:a0:32:10"}
+
+
+def written(params: dict[str, Any]) -> dict[str, Any]:
+    """Every node's netplan file as the role wrote it for ``params``, read back by the next run."""
+    files = {h: role_phases({**params, "host": h})["plan"]["netplan"] for h in params["hosts"]}
+    again = json.loads(json.dumps(params))
+    for host, doc in files.items():
+        again["nodes"][host]["netplan"] = doc
+    return again
+
+
+def test_addresses_in_use_move_only_when_renumbering_is_asked_for() -> None:
+    """The nodes' own files are the record: a new scheme (or host order) would renumber a running fabric."""
+    running = written(inventory(fabric_scheme="shared"))
+    same = role_phases(running)
+    assert same["errors"] == [] and same["plan"]["layout"] == {"kept": 16, "changes": []}
+    message = "; ".join(role_phases({**running, "fabric_scheme": "rails"})["errors"])
+    assert message.startswith(
+        "these addresses in use would change: gpu01 rail0 ens1f0np0 192.168.200.1/24 -> 192.168.192.1/24; "
+    )
+    assert message.endswith("(run with -e mesh_network_renumber=true to renumber the fabric)")
+    reordered = {**running, "hosts": ["gpu02", "gpu01", "gpu03", "gpu04"]}
+    assert "gpu02 rail0 ens1f0np0 192.168.200.5/24 -> 192.168.200.1/24" in "; ".join(
+        role_phases(reordered)["errors"]
+    )
+    asked = role_phases({**running, "fabric_scheme": "rails", "renumber": True})
+    assert asked["errors"] == [] and asked["plan"]["renumbering"] is True
+    # while every node moves at once, only the controller must keep answering the apply
+    assert asked["plan"]["apply_targets"] == ["10.93.0.1"]
+
+
+def test_a_node_appended_keeps_every_address_in_use() -> None:
+    running = written(inventory(n=3, host="gpu01"))
+    grown = inventory(n=4, host="gpu01")
+    for host, node in running["nodes"].items():
+        grown["nodes"][host]["netplan"] = node["netplan"]
+    out = role_phases(grown)
+    assert out["errors"] == [] and out["plan"]["layout"]["kept"] == 12
