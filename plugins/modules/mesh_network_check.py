@@ -87,7 +87,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Every refusal, each naming its bad value (empty when the plan was made).
+  description: Every refusal of this node against what it reported, each naming its bad value (empty when its
+    plan was made).
   returned: always
   type: list
   elements: str

@@ -119,6 +119,8 @@ notes:
 
 EXAMPLES = r"""
 - name: Check the inventory across nodes and plan every node, once
+  run_once: true
+  register: mesh_network_cluster
   rdmaops.cluster.mesh_network_plan:
     hosts: "{{ mesh_network_hosts }}"
     topology: switched
@@ -140,13 +142,12 @@ EXAMPLES = r"""
     nodeaddr_ifname: nodeaddr0
     nodes: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts
                | map('extract', hostvars, 'mesh_network_node_facts'))) }}"
-  run_once: true
-  register: mesh_network_cluster
 """
 
 RETURN = r"""
 errors:
-  description: Every refusal, each naming its bad value (empty when the plan was made).
+  description: Every refusal across the nodes, each naming its node and bad value (empty when every node was
+    planned).
   returned: always
   type: list
   elements: str

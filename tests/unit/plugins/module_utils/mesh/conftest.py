@@ -48,6 +48,18 @@ def mesh_plans(n: int) -> dict[str, dict[str, object]]:
     return plans
 
 
+# The role's settings as the phase tests pass them (the lab's management network, the role's pools).
+ROLE_SETTINGS: dict[str, Any] = {
+    "mgmt_cidr": "10.93.0.0/24",
+    "link_pool": "192.168.100.0/22",
+    "link_prefix": 30,
+    "node_pool": "10.255.0.0/24",
+    "fabric_subnet": "192.168.200.0/24",
+    "mtu": 9000,
+    "nodeaddr_ifname": "nodeaddr0",
+    "renumber": False,
+    "apply_targets": ["10.93.0.1"],
+}
 # The switched fabric's settings as the role's defaults give them (defaults/main.yml, leaf routes templated).
 FABRIC_DEFAULTS: dict[str, Any] = {
     "fabric_scheme": "auto",

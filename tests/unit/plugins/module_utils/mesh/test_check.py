@@ -20,9 +20,7 @@ from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_plan import
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import data_ports, host_plan
 
 from ...conftest import FIXTURE_DIR, ROOT, run_action
-from .conftest import cluster_args, node_args, role_phases
-
-MGMT = "10.93.0.0/24"
+from .conftest import ROLE_SETTINGS, cluster_args, node_args, role_phases
 
 
 def ip_addr(index: int, ports: list[str], extra: dict[str, str] | None = None) -> str:
@@ -79,16 +77,8 @@ def inventory(port_map: dict[str, dict[str, Any]], /, **changes: Any) -> dict[st
         "ports": ports[hosts[0]],
         "all_ports": ports,
         "fabric_port": "",
-        "mgmt_cidr": MGMT,
-        "link_pool": "192.168.100.0/22",
-        "link_prefix": 30,
-        "node_pool": "10.255.0.0/24",
-        "fabric_subnet": "192.168.200.0/24",
-        "mtu": 9000,
-        "nodeaddr_ifname": "nodeaddr0",
-        "renumber": False,
+        **ROLE_SETTINGS,
         "nodes": nodes,
-        "apply_targets": ["10.93.0.1"],
     }
     params.update(changes)
     return params

@@ -16,10 +16,9 @@ from ansible.template import Templar, trust_as_template
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import fabric_plan, host_plan
 
 from ...conftest import FIXTURE_DIR, ROOT
-from .conftest import role_phases
+from .conftest import ROLE_SETTINGS, role_phases
 
 RAILS = ["ens1f0np0", "ens1f1np1", "ens2f0np0", "ens2f1np1"]
-MGMT = "10.93.0.0/24"
 
 
 def ip_addr(index: int, ports: list[str], max_mtu: int = 9216) -> str:
@@ -65,16 +64,8 @@ def inventory(
         "hosts": hosts,
         "topology": "switched",
         "fabric_ports": list(ports),
-        "mgmt_cidr": MGMT,
-        "link_pool": "192.168.100.0/22",
-        "link_prefix": 30,
-        "node_pool": "10.255.0.0/24",
-        "fabric_subnet": "192.168.200.0/24",
-        "mtu": 9000,
-        "nodeaddr_ifname": "nodeaddr0",
-        "renumber": False,
+        **ROLE_SETTINGS,
         "nodes": nodes,
-        "apply_targets": ["10.93.0.1"],
     }
     params.update(changes)
     return params
@@ -274,16 +265,11 @@ def test_verify_probes_every_peer_on_every_rail_from_that_rails_address() -> Non
     plan = planned(fabric_scheme="shared")
     checks = plan["path_checks"]
     assert len(checks) == 3 * 4
-    assert checks[1] == {
-        "dst": "gpu01",
-        "kind": "fabric",
-        "address": "192.168.200.2",
-        "expected_dev": "ens1f1np1",
-        "size": 8972,
-        "source": "192.168.200.6",
-        "hops": 1,
-        "rail": "rail1",
-    }
+    # gpu01's rail 1 address, from gpu02's own on rail 1, over rail 1's port, DF at the MTU
+    second = checks[1]
+    assert (second["dst"], second["kind"], second["rail"], second["hops"]) == ("gpu01", "fabric", "rail1", 1)
+    assert (second["address"], second["source"]) == ("192.168.200.2", "192.168.200.6")
+    assert (second["expected_dev"], second["size"]) == ("ens1f1np1", 8972)
 
 
 def test_the_rollback_probe_pings_every_peer_on_rail0_and_the_neighbours_on_the_others() -> None:
