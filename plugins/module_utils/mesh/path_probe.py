@@ -95,7 +95,12 @@ def probe(
     valid = check_checks(checks)
     if not valid:
         return []
-    routes = [["ip", "-j", "route", "get", str(check["address"])] for check in valid]
+    # A fabric rail's check asks the route from its own address: its source rule picks the rail's table.
+    routes = [
+        ["ip", "-j", "route", "get", str(check["address"])]
+        + (["from", str(check["source"])] if check.get("rail") and check.get("source") else [])
+        for check in valid
+    ]
     pings = [
         ping_cmd.argv(
             str(check["address"]),
