@@ -45,7 +45,12 @@ class ActionModule(ActionBase):
         sel = selectors.DefaultSelector()
         started = float(p["started"] or time.time())
         watch = JobWatch(
-            p["job"], p["nodes"], total_steps=p["total_steps"], started=started, limits=Limits.from_params(p)
+            p["job"],
+            p["nodes"],
+            total_steps=p["total_steps"],
+            started=started,
+            limits=Limits.from_params(p),
+            cables=p["cables"],
         )
         buffers: dict[str, bytes] = {}
         try:
@@ -59,6 +64,7 @@ class ActionModule(ActionBase):
                     interval=p["poll_interval"],
                     offset=p["metrics_offset"] if rank == 0 else 0,
                     events=p["events_file"],
+                    ports=watch.cables.ports(node),
                 )
                 proc = subprocess.Popen(
                     argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -90,6 +96,8 @@ class ActionModule(ActionBase):
                             watch.feed(node, json.loads(line), now)
                         except ValueError:
                             continue
+                for text in watch.cables.take_news():  # a lost cable is named as soon as an agent sees it
+                    display.warning(text)
                 now = time.time()
                 outcome = watch.decide(now)
                 if watch.progress_due(now, p["progress_interval"], outcome):
