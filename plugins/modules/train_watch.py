@@ -105,11 +105,11 @@ options:
     default: 2.0
   cables:
     description:
-      - Per node, the data ports whose cables the node's agent reads at every report (carrier, and the RDMA port's
-        state behind a port), each a mapping with C(port), C(peer) (what the cable joins it to) and C(rerouted)
-        (whether the cabling has another path between the two ends).
-      - A cable that goes down is named at once as a warning (node, port, peer, the step), and again when it is
-        back; a job that then fails or hangs names the lost cable first in its verdict.
+      - Per node, the data ports whose cables the node's agent reads at every report (carrier, and the RDMA
+        port's state behind a port), each a mapping with C(port), C(peer) (what the cable joins it to) and
+        C(rerouted) (whether the cabling has another path between the two ends).
+      - A cable that goes down is named at once as a warning (node, port, peer, the step), and again when it
+        is back; a job that then fails or hangs names the lost cable first in its verdict.
     type: dict
     default: {}
 attributes:
