@@ -99,10 +99,12 @@ plan:
       C(links) (mesh - one per cable with C(peer), C(k), C(ifname), C(macaddress), C(peer_port), C(cable),
       C(subnet), C(prefix), C(address), C(peer_address), C(peer_node_address) and C(routes), the nodes routed
       over it), C(fabric) (switched - rail 0 as one port), C(rails) (switched - one per rail with C(rail),
-      C(name), C(ifname), C(macaddress), C(address), C(prefix), C(subnet), C(table), C(gateway)),
-      C(rail_peers) (several rails - each peer's address on every rail), C(peers), C(hops), C(paths),
-      C(forwarding), C(sysctl) (C(name), C(value)), C(netplan) (the document), C(expected_addresses),
-      C(path_checks), C(apply_targets), C(renumbering), C(layout) and C(mgmt_identity).
+      C(name), C(ifname), C(macaddress), C(mac) (the NIC's own, as the node reported it), C(address),
+      C(prefix), C(subnet), C(table), C(gateway)), C(rail_peers) (several rails - each peer's address on
+      every rail), C(rail_peer_nics) (several rails - each peer's NIC on every rail, C(ifname) and C(mac),
+      null where the peer was not read), C(peers), C(hops), C(paths), C(forwarding), C(sysctl) (C(name),
+      C(value)), C(netplan) (the document), C(expected_addresses), C(path_checks) (with several rails also
+      one C(arp) check per peer NIC), C(apply_targets), C(renumbering), C(layout) and C(mgmt_identity).
   returned: always
   type: dict
 """

@@ -4,6 +4,6 @@ fabrics (``addressing``), a node's data ports and MTU (``data_ports``), one node
 document (``host_plan``), the rules that keep a change from cutting a node off or renumbering it
 (``safety``), the cabling graph (``cabling``) and cabling as LLDP reports it (``lldp``), the role's check
 phase (``check``), applying netplan with rollback (``netplan_apply``), and the paths every node must reach
-(``reachability``), probed with ping (``ping``, ``path_probe``). Used by the mesh_network role and its
-modules.
+(``reachability``), probed with ping and, on a fabric with several rails, arping (``ping``, ``arp``,
+``path_probe``). Used by the mesh_network role and its modules.
 """

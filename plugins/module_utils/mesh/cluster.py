@@ -193,6 +193,8 @@ def _switched(
         table = fabric_plan.rail_addresses(names, parsed)
     except ma.MeshAddressingError as exc:
         return {"errors": [str(exc)], "plan": {}}
+    # Every NIC's interface and MAC, as its node reported them: each plan names the NIC behind a peer address.
+    table = fabric_plan.rail_nics(table, lists, {h: _node(nodes, h).get("addr") for h in nodes})
     # Addresses in use (the nodes' own files) move only when asked: a new scheme, subnet or host order would.
     files = {h: _node(nodes, h).get("netplan") for h in nodes}
     kept, changes = fabric_plan.changes_in_use(names, table, lists, files)

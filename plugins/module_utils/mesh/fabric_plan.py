@@ -12,10 +12,13 @@ the host list and the NIC's rail i, per scheme (fabric.py parses the settings):
   (the gateway), the node the second; its table routes the leaf routes via that gateway, with the source rule,
   and the main table routes them via rail 0's gateway (traffic without a bound source stays on the fabric).
 
-``node_plan`` is one node's switched plan (its rails with resolved ports, the peers' addresses, the ARP and
-reverse-path sysctls of a host with several NICs); ``ethernets`` renders its netplan entries; ``export`` is
-the ``mesh_network_fabric`` fact (one entry per rail) that verify and NCCL read. ``changes_in_use`` names the
-addresses in use (read back from the nodes' netplan files) a plan would move.
+``rail_nics`` adds each node's NIC on each rail (interface and MAC, from that node's own `ip -j link`) to the
+numbering, so that every node's plan names the NIC behind each peer address (verify's ARP check compares the
+MACs that answer with it). ``node_plan`` is one node's switched plan (its rails with resolved ports, the
+peers' addresses and NICs, the ARP and reverse-path sysctls of a host with several NICs); ``ethernets``
+renders its netplan entries; ``export`` is the ``mesh_network_fabric`` fact (one entry per rail) that verify
+and NCCL read. ``changes_in_use`` names the addresses in use (read back from the nodes' netplan files) a plan
+would move.
 """
 
 from __future__ import annotations
@@ -25,7 +28,11 @@ from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import addressing as ma
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.data_ports import port_entry
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.data_ports import (
+    ip_link_interfaces,
+    port_entry,
+    resolve_port,
+)
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.fabric import Fabric, rail_name
 
 try:
@@ -74,6 +81,33 @@ def rail_addresses(names: Sequence[str], fabric: Fabric) -> dict[str, list[dict[
     return out
 
 
+def rail_nics(
+    table: Mapping[str, Sequence[Mapping[str, Any]]],
+    ports: Mapping[str, Sequence[Any]],
+    links: Mapping[str, Any],
+) -> dict[str, list[dict[str, Any]]]:
+    """``table`` (rail_addresses) with each NIC's ``ifname`` and ``mac`` added: the port of the node's list
+    (``ports``, {host: ports in rail order}) resolved against the node's `ip -j link` (``links``, {host: its
+    output}). What a node did not report (outside the play) or a port that does not resolve is None: the
+    node's own check names the port."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for host, entries in table.items():
+        try:
+            interfaces = ip_link_interfaces(links[host]) if links.get(host) else {}
+        except ma.MeshAddressingError:
+            interfaces = {}
+        specs = list(ports.get(host) or [])
+        out[host] = []
+        for i, entry in enumerate(entries):
+            spec = specs[i] if i < len(specs) else None
+            port = resolve_port(spec, interfaces, "port")[0] if interfaces and spec else None
+            name = port["name"] if port else (cabling.port_name(spec) if spec else None)
+            out[host].append(
+                {**entry, "ifname": name or None, "mac": interfaces.get(port["name"]) if port else None}
+            )
+    return out
+
+
 def node_plan(
     host: str,
     names: Sequence[str],
@@ -115,6 +149,10 @@ def node_plan(
     }
     if len(mine) > 1:
         plan["rail_peers"] = {h: [r["address"] for r in rails[h]] for h in peers}
+        # each peer's NIC on every rail (interface and MAC, None where unknown): verify's ARP check
+        plan["rail_peer_nics"] = {
+            h: [{"ifname": r.get("ifname"), "mac": r.get("mac")} for r in rails[h]] for h in peers
+        }
     return plan
 
 

@@ -3,9 +3,11 @@
 
 A path check (module_utils.mesh.reachability.path_checks) names a peer address, the interface its route
 must take and a don't-fragment payload. For each one this runs `ip -j route get ADDRESS` and a DF ping,
-and joins the answers with reachability.verify_results. The route lookups take milliseconds and run one
-after another; the pings wait on the network, so they run side by side: a node's probe takes about one
-ping's time however many peers it has. Doing this in one call instead of one module call per command saves
+and joins the answers with reachability.verify_results; for an ARP check (a fabric with several rails) it
+runs `arping` from the rail's NIC and joins the MACs that answered with reachability.arp_results. The route
+lookups take milliseconds and run one after another; the pings and arpings wait on the network, so they run
+side by side: a node's probe takes about one arping's time (3 s) however many peers it has, up to
+MAX_PARALLEL at a time. Doing this in one call instead of one module call per command saves
 a second of node CPU per path on a small machine (docs/benchmarks.md, issue 14).
 """
 
@@ -15,8 +17,8 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import arp, reachability
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import ping as ping_cmd
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import reachability
 
 # What a command left: rc, stdout, stderr, as a registered ansible.builtin.command result names them.
 Result = dict[str, Any]
@@ -89,17 +91,22 @@ def probe(
     count: int = 2,
     interval: float = 0.2,
     wait_s: int = 2,
+    arp_count: int = 3,
     runner: Runner = run_parallel,
 ) -> list[dict[str, Any]]:
-    """Route and DF-ping every check; the mesh_verify_results entries (ok, dev, rtt_ms, error...)."""
+    """Route and DF-ping every path check, arping every ARP check (kind ``arp``: who answers for a peer NIC's
+    address, asked from this node's NIC on that rail, ``arp_count`` probes a second apart at most); the
+    mesh_verify_results entries (ok, dev, rtt_ms, error...) in the order of the checks."""
     valid = check_checks(checks)
     if not valid:
         return []
+    paths = [c for c in valid if c["kind"] != "arp"]
+    arps = [c for c in valid if c["kind"] == "arp"]
     # A fabric rail's check asks the route from its own address: its source rule picks the rail's table.
     routes = [
         ["ip", "-j", "route", "get", str(check["address"])]
         + (["from", str(check["source"])] if check.get("rail") and check.get("source") else [])
-        for check in valid
+        for check in paths
     ]
     pings = [
         ping_cmd.argv(
@@ -110,12 +117,26 @@ def probe(
             size=int(check.get("size") or 0),
             source=str(check.get("source") or "") or None,
         )
-        for check in valid
+        for check in paths
     ]
-    # A ping ends after count x interval plus the last reply's wait; the rest is for a slow start.
-    ping_timeout = count * interval + wait_s + 5
+    arpings = [
+        arp.argv(
+            str(check["address"]),
+            ifname=str(check["expected_dev"]),
+            source=str(check.get("source") or ""),
+            count=arp_count,
+            deadline_s=arp_count,
+        )
+        for check in arps
+    ]
+    # A ping ends after count x interval plus the last reply's wait, arping at its deadline; the rest is for a
+    # slow start.
+    timeout = max(count * interval + wait_s, arp_count if arps else 0) + 5
     route_results: list[Result] = []
     for argv in routes:
         # One at a time: a lookup is a netlink round trip, and the pings should not start before all of them.
         route_results += runner([argv], 10)
-    return reachability.verify_results(valid, route_results, runner(pings, ping_timeout))
+    answers = runner(pings + arpings, timeout) if pings or arpings else []
+    path_results = iter(reachability.verify_results(paths, route_results, answers[: len(pings)]))
+    arp_results = iter(reachability.arp_results(arps, answers[len(pings) :]))
+    return [next(arp_results if c["kind"] == "arp" else path_results) for c in valid]

@@ -264,12 +264,39 @@ def test_macs_match_the_nics_and_keep_their_names() -> None:
 def test_verify_probes_every_peer_on_every_rail_from_that_rails_address() -> None:
     plan = planned(fabric_scheme="shared")
     checks = plan["path_checks"]
-    assert len(checks) == 3 * 4
+    # per peer and rail: the path (route and DF ping) and the ARP check
+    assert len(checks) == 3 * 4 * 2 and [c["kind"] for c in checks[:4]] == ["fabric", "arp"] * 2
     # gpu01's rail 1 address, from gpu02's own on rail 1, over rail 1's port, DF at the MTU
-    second = checks[1]
+    second = checks[2]
     assert (second["dst"], second["kind"], second["rail"], second["hops"]) == ("gpu01", "fabric", "rail1", 1)
     assert (second["address"], second["source"]) == ("192.168.200.2", "192.168.200.6")
     assert (second["expected_dev"], second["size"]) == ("ens1f1np1", 8972)
+    assert (second["node"], second["peer_ifname"]) == ("gpu02", "ens1f1np1")
+    # only gpu01's rail 1 NIC may answer an ARP for its address, asked from gpu02's rail 1 NIC; the MACs
+    # come from each node's own `ip -j link` (the cluster phase), every one of both nodes' NICs named
+    arp = checks[3]
+    assert (arp["kind"], arp["address"], arp["expected_dev"], arp["source"]) == (
+        "arp",
+        "192.168.200.2",
+        "ens1f1np1",
+        "192.168.200.6",
+    )
+    assert arp["expected_mac"] == "b8:3f:d2:00:01:01"
+    assert arp["nics"][0] == {"mac": "b8:3f:d2:00:01:00", "nic": "gpu01 ens1f0np0, rail0"}
+    assert arp["nics"][4] == {"mac": "b8:3f:d2:00:02:00", "nic": "gpu02 ens1f0np0, rail0"}
+    assert len(arp["nics"]) == 8
+    assert plan["rail_peer_nics"]["gpu04"][3] == {"ifname": "ens2f1np1", "mac": "b8:3f:d2:00:04:03"}
+
+
+def test_a_peer_outside_the_play_is_asked_without_a_known_mac() -> None:
+    params = inventory()
+    del params["nodes"]["gpu04"]  # --limit: its interfaces were not read
+    params["all_fabric_ports"] = {"gpu04": RAILS}
+    out = role_phases(params)
+    assert out["errors"] == []
+    arps = [c for c in out["plan"]["path_checks"] if c["kind"] == "arp" and c["dst"] == "gpu04"]
+    assert [(c["peer_ifname"], c["expected_mac"]) for c in arps] == [(r, "") for r in RAILS]
+    assert {n["nic"].split()[0] for n in arps[0]["nics"]} == {"gpu02"}
 
 
 def test_the_rollback_probe_pings_every_peer_on_rail0_and_the_neighbours_on_the_others() -> None:

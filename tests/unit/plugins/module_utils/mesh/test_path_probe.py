@@ -210,12 +210,41 @@ def test_a_rails_route_is_looked_up_from_its_own_address() -> None:
         "source": "192.168.200.6",
         "hops": 1,
         "rail": "rail1",
+        "node": "gpu02",
+        "peer_ifname": "ens1f1np1",
     }
     route = '[{"dst":"192.168.200.2","dev":"ens1f1np1","prefsrc":"192.168.200.6","table":"101"}]'
     runner = FakeRunner({"192.168.200.2": route}, {"192.168.200.2": (1, PING_MTU)})
     (result,) = path_probe.probe([check], runner=runner)
     assert runner.batches[0] == [["ip", "-j", "route", "get", "192.168.200.2", "from", "192.168.200.6"]]
     assert result["route_ok"] and result["rail"] == "rail1" and not result["ok"]
-    assert result["error"].startswith(
-        "gpu01 fabric address 192.168.200.2 (rail1, ens1f1np1 from 192.168.200.6): DF ping of 8972 B failed"
+    assert result["error"] == (
+        "gpu02 ens1f1np1 (rail1) reach: gpu01 ens1f1np1 192.168.200.2 does not answer a DF ping of 8972 B "
+        "from 192.168.200.6: 1 packets transmitted, 0 received, +1 errors, 100% packet loss, time 0ms"
+    )
+
+
+def test_a_rails_traffic_leaving_by_another_nic_names_node_nic_rail_and_the_check() -> None:
+    """node2's source rule for data1 deleted: the main table's first route for the shared subnet is data0's
+    (`ip -j route get` as the fab lab answered it, 2026-11-29)."""
+    check = {
+        "dst": "node3",
+        "kind": "fabric",
+        "address": "192.168.200.6",
+        "expected_dev": "data1",
+        "size": 8972,
+        "source": "192.168.200.4",
+        "hops": 1,
+        "rail": "rail1",
+        "node": "node2",
+        "peer_ifname": "data1",
+    }
+    route = '[{"dst":"192.168.200.6","from":"192.168.200.4","dev":"data0","flags":[],"uid":0,"cache":[]}]'
+    ping_ok = PING_OK.replace("192.168.100.2", "192.168.200.6")
+    (result,) = path_probe.probe(
+        [check], runner=FakeRunner({"192.168.200.6": route}, {"192.168.200.6": (0, ping_ok)})
+    )
+    assert not result["ok"] and result["ping_ok"] and result["dev"] == "data0"
+    assert result["error"] == (
+        "node2 data1 (rail1) egress: traffic from 192.168.200.4 to node3 leaves by data0, not data1"
     )

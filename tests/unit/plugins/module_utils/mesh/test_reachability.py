@@ -96,3 +96,61 @@ def test_reachability_table() -> None:
     assert "ok enp1s0f0np0 0.06ms" in table[1] and "FAIL via eth0 (want enp1s0f1np1)" in table[1]
     assert "FAIL via enp1s0f0np0" in table[2] and "not checked" in table[2]
     assert table[-1] == "1/3 node pairs OK"
+
+
+def _rails_results() -> dict[str, list[dict[str, object]]]:
+    """3 nodes x 2 NICs (the fab lab's shared scheme), node2's data1 without its source rule and both its
+    NICs answering ARP for both addresses (arp_ignore 0)."""
+    hosts = ["node1", "node2", "node3"]
+    out: dict[str, list[dict[str, object]]] = {h: [] for h in hosts}
+    for src in hosts:
+        for dst in (h for h in hosts if h != src):
+            for i in (0, 1):
+                rail, port = f"rail{i}", f"data{i}"
+                fabric = {"dst": dst, "kind": "fabric", "rail": rail, "expected_dev": port, "rtt_ms": 0.05}
+                if (src, i) == ("node2", 1):
+                    error = f"node2 data1 (rail1) egress: traffic from 192.168.200.4 to {dst} leaves by data0"
+                    error += ", not data1"
+                    fabric.update(dev="data0", ok=False, route_ok=False, error=error)
+                else:
+                    fabric.update(dev=port, ok=True, route_ok=True)
+                arp = {"dst": dst, "kind": "arp", "rail": rail, "expected_dev": port, "dev": port, "ok": True}
+                if dst == "node2":
+                    error = f"node2 {port} 192.168.200.{3 + i} ({rail}) ARP flux: answered by ... when asked"
+                    error += f" from {port}"
+                    arp.update(ok=False, flux=True, error=error)
+                out[src] += [fabric, arp]
+    out["node3"][-1] = {**out["node3"][-1], "skipped": "arping is not installed (Debian: iputils-arping)"}
+    return out
+
+
+def test_a_fabric_with_several_rails_gets_one_table_per_rail_and_names_each_nic_once() -> None:
+    table = reachability.reachability_table(_rails_results(), ["node1", "node2", "node3"]).splitlines()
+    assert table[0] == "rail0" and table[1].split() == ["from", "\\", "to", "node1", "node2", "node3"]
+    assert table[2].split() == ["node1", "-", "FAIL", "ARP", "flux", "ok", "data0", "0.05ms"]
+    assert table[5] == "4/6 node pairs OK on rail0"
+    assert table[6:8] == ["", "rail1"]
+    assert "FAIL via data0 (want data1)" in table[10] and table[12] == "2/6 node pairs OK on rail1"
+    # under the tables: each NIC's ARP flux once (with who saw it), each wrong egress, who did not ask
+    assert table[13:] == [
+        "",
+        "node2 data0 192.168.200.3 (rail0) ARP flux: answered by ... when asked from data0 (seen from node1, "
+        "node3)",
+        "node2 data1 192.168.200.4 (rail1) ARP flux: answered by ... when asked from data1 (seen from node1, "
+        "node3)",
+        "node2 data1 (rail1) egress: traffic from 192.168.200.4 to node1 leaves by data0, not data1",
+        "node2 data1 (rail1) egress: traffic from 192.168.200.4 to node3 leaves by data0, not data1",
+        "ARP answers not checked from node3: arping is not installed (Debian: iputils-arping)",
+    ]
+
+
+def test_matrices_one_per_rail_or_one() -> None:
+    hosts = ["node1", "node2", "node3"]
+    rails = reachability.matrices(_rails_results(), hosts)
+    assert [(m["rail"], m["pairs_ok"], m["pairs"]) for m in rails] == [("rail0", 4, 6), ("rail1", 2, 6)]
+    assert rails[1]["cells"]["node2"]["node1"] == "FAIL via data0 (want data1)"
+    assert rails[0]["cells"]["node1"]["node3"] == "ok data0 0.05ms"
+    mesh = {"n1": [{"dst": "n2", "kind": "node", "ok": True, "dev": "mesh0", "rtt_ms": 0.061}]}
+    assert reachability.matrices(mesh, ["n1", "n2"]) == [
+        {"rail": None, "cells": {"n1": {"n2": "ok mesh0 0.06ms"}}, "pairs_ok": 1, "pairs": 1}
+    ]
