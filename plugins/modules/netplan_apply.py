@@ -18,6 +18,11 @@ description:
     naming the targets.
   - All of this runs on the node in one go, so the rollback also happens when the management connection
     breaks.
+  - An unchanged file is not applied again; but when the kernel lost part of what networkd set from it on the
+    O(expect_addresses) interfaces (an address, or a routing-policy rule of the netplan-generated
+    C(/run/systemd/network/10-netplan-<interface>.network), deleted by hand), those interfaces are
+    reconfigured (C(networkctl reconfigure)) and must hold it all again within O(timeout) seconds; the module
+    reports that as a change (RV(drift)), and in check mode only reports it.
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -117,12 +122,20 @@ waited:
   sample: 1.02
 reconfigured:
   description:
-    - Interfaces whose expected addresses had not appeared halfway through O(timeout) after the reload, and
-      that networkd was therefore asked to reconfigure (C(networkctl reconfigure)). Empty on a normal apply.
+    - Interfaces whose expected addresses had not appeared halfway through O(timeout) after the reload, or
+      whose addresses or rules had drifted with an unchanged file, and that networkd was therefore asked to
+      reconfigure (C(networkctl reconfigure)). Empty on a normal apply.
   returned: changed
   type: list
   elements: str
   sample: ["data0"]
+drift:
+  description:
+    - With an unchanged file, what the kernel no longer held of it (set again unless in check mode).
+  returned: when there was drift
+  type: list
+  elements: str
+  sample: ["data1: rule from 192.168.200.4/32 table 101 priority 101"]
 rolled_back:
   description: True when the new file was not kept (only on failure).
   returned: failure
@@ -192,6 +205,8 @@ def main() -> None:
     }
     if result.changed:
         out["reconfigured"] = result.reconfigured
+    if result.drift:
+        out["drift"] = result.drift
     if result.backup_file:
         out["backup_file"] = result.backup_file
     if module._diff and result.before != result.after:

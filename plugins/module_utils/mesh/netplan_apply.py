@@ -9,7 +9,9 @@ new addresses (the reload is asynchronous: a probe right after it still sees the
 configuration; interfaces still without them halfway through the wait get one `networkctl
 reconfigure`), then probe with retries the targets that answered before the change,
 until one round in which all of them answer; restore, regenerate and reload if any
-stopped answering. Side effects go through `ApplyOps` so the decisions are unit-tested.
+stopped answering. An unchanged file is not applied again, but what the kernel lost of it since (a source
+rule or an address removed by hand: drift.py) has networkd reconfigure those ports. Side effects go
+through `ApplyOps` so the decisions are unit-tested.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import drift as networkd_drift
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import path_probe, ping
 
 GENERATE = ["netplan", "generate"]
@@ -197,6 +200,10 @@ def read_addresses() -> dict[str, set[str]]:
     return parse_ip_addr(out) if rc == 0 else {}
 
 
+def read_drift(expect: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    return networkd_drift.read_drift(expect, read_addresses)
+
+
 def run_command(argv: list[str]) -> tuple[int, str, str]:
     try:
         # subprocess, not run_command: run_command has no timeout
@@ -258,6 +265,8 @@ class ApplyOps:
     monotonic: Callable[[], float] = time.monotonic
     state: Callable[[], LinkState | None] = read_state
     hold: Callable[[], None] = hold_if_asked
+    # (port, what it lacks) of what networkd set on the expected ports and the kernel no longer holds
+    drift: Callable[[Sequence[tuple[str, str]]], list[tuple[str, str]]] = read_drift
 
 
 @dataclass
@@ -268,8 +277,11 @@ class ApplyResult:
     backup_file: str | None = None
     required: list[str] = field(default_factory=list)
     waited_s: float = 0.0
-    # interfaces networkd was asked to reconfigure because their addresses were late
+    # interfaces networkd was asked to reconfigure because their addresses were late (or had drifted)
     reconfigured: list[str] = field(default_factory=list)
+    # with an unchanged file: what the kernel had lost of it ('data1: rule from ...'), set again unless in
+    # check mode
+    drift: list[str] = field(default_factory=list)
 
 
 def _wait_for(targets: Sequence[Target], timeout_s: float, ops: ApplyOps, rounds: int = 1) -> list[Target]:
@@ -314,6 +326,39 @@ def _networkd_view(unset: Sequence[str], ops: ApplyOps) -> list[str]:
     rc, out, err = ops.run(["networkctl", "status", "--no-pager", "--lines", "10", *ifnames])
     lines = (out if rc == 0 else err).splitlines()
     return [line.rstrip() for line in lines if line.strip()][-80:]
+
+
+def _reconfigure_drifted(
+    dest: str,
+    content: str,
+    expect: Sequence[tuple[str, str]],
+    lost: Sequence[tuple[str, str]],
+    timeout_s: float,
+    ops: ApplyOps,
+) -> ApplyResult:
+    """The file is unchanged but the kernel lost part of it: networkd configures those ports again, and the
+    addresses and rules must be back within the timeout."""
+    ports = sorted({ifname for ifname, _what in lost})
+    ops.run(["networkctl", "reconfigure", *ports])
+    start = ops.monotonic()
+    still = ops.drift(expect)
+    while still and ops.monotonic() - start < timeout_s:
+        ops.sleep(0.2)
+        still = ops.drift(expect)
+    if still:
+        raise ApplyError(
+            f"{dest} is unchanged, but networkd did not set {', '.join(networkd_drift.describe(still))} "
+            f"again within {timeout_s:g} s of `networkctl reconfigure {' '.join(ports)}`",
+            {"rolled_back": False, "drift": networkd_drift.describe(lost), "reconfigured": ports},
+        )
+    return ApplyResult(
+        changed=True,
+        before=content,
+        after=content,
+        waited_s=round(ops.monotonic() - start, 2),
+        reconfigured=ports,
+        drift=networkd_drift.describe(lost),
+    )
 
 
 def _restore(dest: str, old: str | None, mode: int, ops: ApplyOps) -> list[str]:
@@ -376,12 +421,17 @@ def safe_apply(
     ops = ops or ApplyOps()
     old = ops.read(dest)
     if old == content:
-        if ops.mode(dest) != mode:
-            # Same content, wrong mode: fix the mode only; nothing to re-apply.
-            if not check_mode:
-                ops.chmod(dest, mode)
-            return ApplyResult(changed=True, before=old, after=content)
-        return ApplyResult(changed=False, before=old, after=content)
+        mode_changed = ops.mode(dest) != mode
+        if mode_changed and not check_mode:
+            # Same content, wrong mode: fix the mode; nothing to re-apply for that.
+            ops.chmod(dest, mode)
+        # What networkd set and someone removed since (a source rule, an address) is set again.
+        lost = ops.drift(expect)
+        if lost and not check_mode:
+            return _reconfigure_drifted(dest, old, expect, lost, timeout_s, ops)
+        return ApplyResult(
+            changed=mode_changed or bool(lost), before=old, after=content, drift=networkd_drift.describe(lost)
+        )
     if check_mode:
         return ApplyResult(changed=True, before=old, after=content)
 

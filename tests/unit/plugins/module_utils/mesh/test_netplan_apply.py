@@ -45,6 +45,9 @@ class FakeNode:
         # networkd takes the reload but leaves the link as it was, until asked to reconfigure it
         self.lose_reload = lose_reload
         self.run_at: dict[str, list[float]] = {}  # command -> clock at each run
+        # what the kernel lost of the applied file (port, what), and whether a reconfigure sets it again
+        self.lost: list[tuple[str, str]] = []
+        self.reconfigure_restores = True
 
     def ops(self) -> na.ApplyOps:
         return na.ApplyOps(
@@ -60,6 +63,7 @@ class FakeNode:
             monotonic=lambda: self.clock,
             state=lambda: None,
             hold=lambda: self.log.append("hold"),
+            drift=lambda expect: list(self.lost),
         )
 
     def _write(self, path: str, content: str, mode: int) -> None:
@@ -82,6 +86,7 @@ class FakeNode:
             return 1, "", "Error in network definition: invalid boolean value 'maybe'"
         if argv[:2] == ["networkctl", "reconfigure"]:
             self.applied = self.files.get(DEST)
+            self.lost = [] if self.reconfigure_restores else self.lost
         if argv == na.RELOAD and self.lose_reload:
             return 0, "", ""
         if argv == na.RELOAD:
@@ -123,6 +128,34 @@ def test_wrong_mode_only_fixes_mode() -> None:
     node.modes[DEST] = 0o644
     result = na.safe_apply(DEST, "same", targets=TARGETS, ops=node.ops())
     assert result.changed and node.log == [f"chmod {DEST} 600"]
+
+
+RULE = ("data1", "rule from 192.168.200.4/32 table 101 priority 101")
+EXPECT = [("data0", "192.168.200.3/24"), ("data1", "192.168.200.4/24")]
+
+
+def test_an_unchanged_file_whose_rule_was_deleted_has_networkd_set_it_again() -> None:
+    node = FakeNode("same", {"same": {"10.99.0.1"}})
+    node.lost = [RULE]
+    result = na.safe_apply(DEST, "same", targets=TARGETS, expect=EXPECT, ops=node.ops())
+    assert result.changed and result.drift == ["data1: rule from 192.168.200.4/32 table 101 priority 101"]
+    assert result.reconfigured == ["data1"] and node.log == ["networkctl reconfigure data1"]
+    # check mode: reported, nothing run
+    node.lost = [RULE]
+    node.log.clear()
+    result = na.safe_apply(DEST, "same", targets=TARGETS, expect=EXPECT, check_mode=True, ops=node.ops())
+    assert result.changed and result.drift and node.log == []
+
+
+def test_drift_that_networkd_does_not_repair_fails_naming_it() -> None:
+    node = FakeNode("same", {"same": {"10.99.0.1"}})
+    node.lost, node.reconfigure_restores = [RULE], False
+    with pytest.raises(
+        na.ApplyError, match=r"is unchanged, but networkd did not set data1: rule from"
+    ) as err:
+        na.safe_apply(DEST, "same", expect=EXPECT, timeout_s=2, ops=node.ops())
+    assert "within 2 s of `networkctl reconfigure data1`" in str(err.value)
+    assert err.value.details["rolled_back"] is False and node.clock >= 2
 
 
 def test_check_mode_reports_change_without_touching_anything() -> None:
