@@ -3,7 +3,7 @@
 
 - check (tasks/validate.yml): the role's settings, before any node changes;
 - gate (tasks/gate.yml): one node's RDMA ports judged;
-- plan (tasks/links.yml): the links and rounds of disjoint pairs, this node's part in each round, and the
+- plan (tasks/links.yml): the links and rounds of disjoint pairs, this node's parts in each round, and the
   environment of the all-reduce (the NCCL env file read back);
 - summary (tasks/report.yml): the all-reduce's result from every node's run, the QoS section, the GPU-to-NIC
   affinity section (module_utils/nccl/affinity.py) from every node's ``nvidia-smi topo -m``.
@@ -123,7 +123,8 @@ def gate(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def plan_phase(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The links and rounds, this node's part in each round, and the all-reduce's environment."""
+    """The links and rounds, this node's parts in each round (one per rail of a switched pair), and the
+    all-reduce's environment."""
     host, hosts = params["host"], list(params["hosts"])
     try:
         links = plan.links(dict(params["plans"]), hosts, params["pattern"])
@@ -142,7 +143,7 @@ def plan_phase(params: Mapping[str, Any]) -> dict[str, Any]:
         "plan": {
             "links": links,
             "rounds": rounds,
-            "parts": [plan.role_in_round(rnd, host) for rnd in rounds],
+            "parts": [plan.parts_in_round(rnd, host) for rnd in rounds],
             "collective_env": env,
         },
     }

@@ -2,10 +2,12 @@
 """Fabric verification, step one: which links to measure, and in which rounds.
 
 - links(): the links of the data network from each node's mesh_network plan (a direct link per node
-  pair in a mesh; the fabric ports of every pair, or of a ring, in a switched fabric).
+  pair in a mesh; the fabric ports of every pair, or of a ring, in a switched fabric: one per rail with
+  several rails).
 - schedule(): rounds of disjoint pairs (no node in two pairs of one round), so every pair of a round
   can run at the same time: the circle method (round-robin tournament) for all pairs, a greedy
-  edge colouring for a ring; role_in_round(): one node's part in a round.
+  edge colouring for a ring; a switched fabric's rails of one node pair are measured in the same round,
+  each NIC against its peer's NIC on the rail; parts_in_round(): one node's parts in a round.
 - VerifyError and check_hosts(): the error every verify_* module_utils raises and the host-list
   check they share; they live here, where verification starts.
 
@@ -58,8 +60,9 @@ def links(plans: dict[str, Any], hosts: Any, pattern: str = "all_pairs") -> list
 
     Mesh: every cable between the pattern's pairs (all_pairs: every cable there is; ring: the cables between
     each host and the next, which must exist), with the cable's addresses and ports; a pair joined by several
-    cables (rails) has one link per cable. Switched: the fabric port and address of each end. Each entry: a,
-    b, k (the cable's number within its pair), a_ifname, b_ifname, a_address, b_address, label.
+    cables (rails) has one link per cable. Switched: the fabric port and address of each end; with several
+    rails one link per rail (its NIC and address at each end, ``rail`` its name). Each entry: a, b, k (the
+    cable's or rail's number within its pair), a_ifname, b_ifname, a_address, b_address, label (and rail).
     """
     names = check_hosts(hosts)
     if not isinstance(plans, dict):
@@ -76,7 +79,10 @@ def links(plans: dict[str, Any], hosts: Any, pattern: str = "all_pairs") -> list
         pairs = [(a, b) for a, b in pairs if any(x.get("peer") == b for x in plans[a].get("links", []))]
     for a, b in pairs:
         plan_a, plan_b = plans[a], plans[b]
-        if plan_a.get("topology") == "switched":
+        rails = [] if plan_a.get("topology") != "switched" else _rails(plan_a, plan_b, a, b)
+        if rails:
+            ends = rails
+        elif plan_a.get("topology") == "switched":
             ends = [
                 (
                     0,
@@ -103,19 +109,37 @@ def links(plans: dict[str, Any], hosts: Any, pattern: str = "all_pairs") -> list
                     )
                 )
         for k, end_a, end_b in ends:
-            out.append(
-                {
-                    "a": a,
-                    "b": b,
-                    "k": k,
-                    "a_ifname": end_a["ifname"],
-                    "b_ifname": end_b["ifname"],
-                    "a_address": end_a["address"],
-                    "b_address": end_b["address"],
-                    "label": f"{a}:{end_a['ifname']} <-> {b}:{end_b['ifname']}",
-                }
-            )
+            link = {
+                "a": a,
+                "b": b,
+                "k": k,
+                "a_ifname": end_a["ifname"],
+                "b_ifname": end_b["ifname"],
+                "a_address": end_a["address"],
+                "b_address": end_b["address"],
+                "label": f"{a}:{end_a['ifname']} <-> {b}:{end_b['ifname']}",
+            }
+            if end_a.get("rail"):
+                link["rail"] = end_a["rail"]
+            out.append(link)
     return out
+
+
+def _rails(plan_a: dict[str, Any], plan_b: dict[str, Any], a: str, b: str) -> list[tuple[Any, ...]]:
+    """The ends of a switched pair on every rail, when the fabric has several: (rail number, end a, end b)."""
+    rails_a, rails_b = list(plan_a.get("rails") or []), list(plan_b.get("rails") or [])
+    if len(rails_a) < 2 and len(rails_b) < 2:
+        return []
+    if len(rails_a) != len(rails_b):
+        raise VerifyError(f"{a} has {len(rails_a)} rails and {b} {len(rails_b)} in their mesh_network plans")
+    return [
+        (
+            int(ra["rail"]),
+            {"ifname": ra["ifname"], "address": ra["address"], "rail": ra["name"]},
+            {"ifname": rb["ifname"], "address": rb["address"]},
+        )
+        for ra, rb in zip(rails_a, rails_b, strict=True)
+    ]
 
 
 def tournament_rounds(hosts: Any) -> list[list[tuple[str, str]]]:
@@ -172,7 +196,8 @@ def schedule(
     """Rounds of directed measurements; the pairs of one round share no host and can run together.
 
     Each measurement: client, server (the client sends to the server), client_ifname, server_ifname,
-    client_address, server_address, link (the undirected label) and label (directed). With
+    client_address, server_address, link (the undirected label), label (directed), port_offset (added to the
+    servers' ports: the rails of a pair run at once) and, on a switched fabric's rail, rail. With
     directions='both' every round is followed by the same round with client and server swapped.
     max_concurrent > 0 splits rounds so that at most that many pairs run at once.
     """
@@ -187,25 +212,32 @@ def schedule(
         raise VerifyError(f"max_concurrent {max_concurrent!r} must be 0 (no limit) or positive")
     if not isinstance(link_list, list):
         raise VerifyError(f"links must be a list, got {type(link_list).__name__}")
-    # One entry per cable: a pair joined by several cables (rails) measures each in a round of its own.
+    # One entry per cable: a pair joined by several cables (rails of direct cables) measures each in a round
+    # of its own. A switched fabric's rails (links with a rail) are one NIC each at both ends: a round
+    # measures them all at once, scheduled by the pair's rail 0.
     by_pair = {(x["a"], x["b"], int(x.get("k") or 0)): x for x in link_list}
     for a, b, _k in by_pair:
         if a not in names or b not in names:
             raise VerifyError(f"link {a} <-> {b} names a host outside {names}")
+    rails: dict[tuple[str, str], list[tuple[str, str, int]]] = {}
+    for key, link in by_pair.items():
+        if link.get("rail"):
+            rails.setdefault(key[:2], []).append(key)
+    units = [p for p in by_pair if p[:2] not in rails or p[2] == 0]
     if pattern == "all_pairs":
         raw = [[(a, b, 0) for a, b in rnd if (a, b, 0) in by_pair] for rnd in tournament_rounds(names)]
-        raw += greedy_rounds([p for p in by_pair if not any(p in rnd for rnd in raw)])
+        raw += greedy_rounds([p for p in units if not any(p in rnd for rnd in raw)])
     elif pattern == "ring":
-        raw = greedy_rounds(list(by_pair))
+        raw = greedy_rounds(units)
     else:
         raise VerifyError(f"pattern {pattern!r} must be one of {', '.join(PATTERNS)}")
-    raw = [rnd for rnd in raw if rnd]
+    raw = [[q for p in rnd for q in sorted(rails.get(p[:2], [p]))] for rnd in raw if rnd]
     if cap:
         raw = [rnd[i : i + cap] for rnd in raw for i in range(0, len(rnd), cap)]
 
     def directed(link: dict[str, Any], forward: bool) -> dict[str, Any]:
         c, s = ("a", "b") if forward else ("b", "a")
-        return {
+        out = {
             "client": link[c],
             "server": link[s],
             "client_ifname": link[f"{c}_ifname"],
@@ -214,7 +246,12 @@ def schedule(
             "server_address": link[f"{s}_address"],
             "link": link["label"],
             "label": f"{link[c]}:{link[c + '_ifname']} -> {link[s]}:{link[s + '_ifname']}",
+            # the rails of a pair measured at once: each its own servers' ports (bandwidth, latency)
+            "port_offset": 2 * int(link.get("k") or 0) if link.get("rail") else 0,
         }
+        if link.get("rail"):
+            out["rail"] = link["rail"]
+        return out
 
     rounds: list[list[dict[str, Any]]] = []
     for rnd in raw:
@@ -224,11 +261,11 @@ def schedule(
     return rounds
 
 
-def role_in_round(round_: list[dict[str, Any]], host: str) -> dict[str, Any]:
-    """This host's part in a round: {'role': 'client'|'server'|'idle', 'pair': measurement or None}."""
-    for pair in round_:
-        if pair["client"] == host:
-            return {"role": "client", "pair": pair}
-        if pair["server"] == host:
-            return {"role": "server", "pair": pair}
-    return {"role": "idle", "pair": None}
+def parts_in_round(round_: list[dict[str, Any]], host: str) -> list[dict[str, Any]]:
+    """This host's parts in a round: [{'role': 'client'|'server', 'pair': measurement}], one per rail of a
+    switched pair measured at once (mesh and one-port fabrics: at most one); empty when the host rests."""
+    return [
+        {"role": "client" if pair["client"] == host else "server", "pair": pair}
+        for pair in round_
+        if host in (pair["client"], pair["server"])
+    ]

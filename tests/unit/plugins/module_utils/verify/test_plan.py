@@ -10,6 +10,9 @@ import pytest
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import host_plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import plan as vp
 
+from ..mesh.conftest import role_phases
+from ..mesh.test_fabric_plan import inventory
+
 # The mesh_network role's defaults, given explicitly as the role does.
 POOLS: dict[str, Any] = {
     "link_pool": "192.168.100.0/22",
@@ -39,6 +42,15 @@ def switched_plans(hosts: list[str]) -> dict[str, Any]:
         )
         for h in hosts
     }
+
+
+def rails_plans(hosts: list[str], rails: int) -> dict[str, Any]:
+    """The switched plans of a shared-scheme fabric (as the fab lab: data0.. per node, 192.168.200.0/24), as
+    the mesh_network role's phases make them."""
+    params = inventory(len(hosts), [f"data{i}" for i in range(rails)], hosts=hosts, fabric_scheme="shared")
+    nodes = params["nodes"]
+    params["nodes"] = {h: nodes[f"gpu{i:02d}"] for i, h in enumerate(hosts, start=1)}
+    return {h: role_phases({**params, "host": h})["plan"] for h in hosts}
 
 
 # --------------------------------------------------------------------------- rounds
@@ -110,11 +122,52 @@ def test_switched_links_use_fabric_addresses() -> None:
     assert links[0]["a_ifname"] == "fab0"
 
 
-def test_role_in_round() -> None:
+def test_parts_in_round() -> None:
     hosts = ["a", "b", "c"]
     rnd = vp.schedule(vp.links(mesh_plans(hosts), hosts), hosts, "all_pairs", "one")[0]
-    roles = {h: vp.role_in_round(rnd, h)["role"] for h in hosts}
-    assert sorted(roles.values()) == ["client", "idle", "server"]
+    roles = {h: [part["role"] for part in vp.parts_in_round(rnd, h)] for h in hosts}
+    assert sorted(roles.values()) == [[], ["client"], ["server"]]
+
+
+def test_switched_rails_are_measured_at_once_each_nic_against_its_rail() -> None:
+    hosts = ["node1", "node2", "node3"]
+    plans = rails_plans(hosts, 2)
+    links = vp.links(plans, hosts)
+    assert [(x["label"], x["k"], x["rail"]) for x in links[:2]] == [
+        ("node1:data0 <-> node2:data0", 0, "rail0"),
+        ("node1:data1 <-> node2:data1", 1, "rail1"),
+    ]
+    assert (links[1]["a_address"], links[1]["b_address"]) == ("192.168.200.2", "192.168.200.4")
+    rounds = vp.schedule(links, hosts, "all_pairs", "both")
+    # 3 nodes: 3 rounds of one pair, each both ways; a round measures the pair on both rails at once
+    assert len(rounds) == 6 and all(len(rnd) == 2 for rnd in rounds)
+    k = next(i for i, rnd in enumerate(rounds) if rnd[0]["label"] == "node1:data0 -> node2:data0")
+    assert [(m["label"], m["rail"], m["port_offset"]) for m in rounds[k]] == [
+        ("node1:data0 -> node2:data0", "rail0", 0),
+        ("node1:data1 -> node2:data1", "rail1", 2),
+    ]
+    assert [m["label"] for m in rounds[k + 1]] == ["node2:data0 -> node1:data0", "node2:data1 -> node1:data1"]
+    parts = vp.parts_in_round(rounds[k], "node1")
+    assert [(p["role"], p["pair"]["client_ifname"]) for p in parts] == [
+        ("client", "data0"),
+        ("client", "data1"),
+    ]
+    assert vp.parts_in_round(rounds[k], "node3") == []
+    # every directed NIC pair once; no NIC in two measurements of a round
+    directed = [m["label"] for rnd in rounds for m in rnd]
+    assert len(directed) == len(set(directed)) == 3 * 2 * 2
+    for rnd in rounds:
+        nics = [f"{m[e]}:{m[e + '_ifname']}" for m in rnd for e in ("client", "server")]
+        assert len(nics) == len(set(nics))
+    ring = vp.schedule(vp.links(plans, hosts, "ring"), hosts, "ring", "one")
+    assert [len(rnd) for rnd in ring] == [2, 2, 2]
+
+
+def test_a_pair_with_different_rail_counts_is_named() -> None:
+    plans = rails_plans(["a", "b"], 2)
+    plans["b"]["rails"] = plans["b"]["rails"][:1]
+    with pytest.raises(vp.VerifyError, match="a has 2 rails and b 1"):
+        vp.links(plans, ["a", "b"])
 
 
 @pytest.mark.parametrize(
