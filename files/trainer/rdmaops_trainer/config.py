@@ -376,10 +376,13 @@ def _positive(value: float, key: str, allow_zero: bool = False) -> None:
         raise RecipeError(f"{key}: {value!r} must be {'>= 0' if allow_zero else '> 0'}")
 
 
-def validate(recipe: Recipe, world_size: int | None = None, local_world_size: int | None = None) -> None:
+def validate(
+    recipe: Recipe, world_size: int | None = None, local_world_size: int | None = None, cluster: bool = True
+) -> None:
     """Semantic checks; with `world_size`, also those that depend on the actual process count (a world size
     the recipe was not written for is named with the fit that would run there, `local_world_size` ranks per
-    node: fit.py)."""
+    node: fit.py). `cluster` False leaves out the checks of the recipe's own cluster (HSDP's nodes, the batch
+    split), for a recipe that is fitted to another cluster next."""
     t, d, s = recipe.train, recipe.data, recipe.strategy
     if s.name not in STRATEGY_NAMES:
         raise RecipeError(f"strategy.name: {s.name!r} is not one of {', '.join(STRATEGY_NAMES)}")
@@ -458,6 +461,8 @@ def validate(recipe: Recipe, world_size: int | None = None, local_world_size: in
         _positive(recipe.lora.r, "lora.r")
     _positive(recipe.cluster.nodes, "cluster.nodes")
     _positive(recipe.cluster.procs_per_node, "cluster.procs_per_node")
+    if not cluster:
+        return
     if s.name == "fsdp2" and s.fsdp2.hsdp is True and recipe.cluster.nodes < 2:
         raise RecipeError(
             f"strategy.fsdp2.hsdp: true needs cluster.nodes >= 2, not {recipe.cluster.nodes} (HSDP "
@@ -553,15 +558,16 @@ def load_recipe_data(name_or_path: str) -> tuple[dict[str, Any], Path]:
     return data, path
 
 
-def recipe_from_dict(data: dict[str, Any]) -> Recipe:
+def recipe_from_dict(data: dict[str, Any], cluster: bool = True) -> Recipe:
     if "name" not in data:
         raise RecipeError("recipe: missing key name")
     recipe = _build(Recipe, data, "")
-    validate(recipe)
+    validate(recipe, cluster=cluster)
     return recipe
 
 
-def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> Recipe:
+def load_recipe(name_or_path: str, overrides: list[str] | None = None, cluster: bool = True) -> Recipe:
+    """A recipe with its overrides, checked (`cluster` False: not yet on its own cluster, see validate)."""
     data, _ = load_recipe_data(name_or_path)
     apply_overrides(data, overrides or [])
-    return recipe_from_dict(data)
+    return recipe_from_dict(data, cluster)

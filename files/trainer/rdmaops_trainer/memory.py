@@ -198,14 +198,15 @@ def estimate(
     return MemoryEstimate(parts)
 
 
-def layout_estimate(
-    recipe: Recipe, config: Mapping[str, Any] | None, layout: BatchLayout, hybrid: bool, cuda: bool = True
+def recipe_estimate(
+    recipe: Recipe, config: Mapping[str, Any] | None = None, hybrid: bool = False, cuda: bool = True
 ) -> MemoryEstimate:
-    """RECIPE's estimate on LAYOUT from its model's CONFIG (``model_shape``; ShapeUnknown when that cannot
-    say), sharded as its strategy shards on ``cluster.procs_per_node`` GPUs per node."""
-    shape = model_shape(recipe, config)
+    """RECIPE's estimate on its own cluster (``cluster.nodes`` x ``cluster.procs_per_node``) from its
+    model's CONFIG (an hf model's config.json; ``model_shape`` raises ShapeUnknown when it cannot say).
+    HYBRID: FSDP2 runs HSDP; CUDA: the ranks compute on GPUs."""
+    layout = BatchLayout.from_recipe(recipe)
     shard = shard_size(recipe, layout, hybrid, recipe.cluster.procs_per_node)
-    return estimate(recipe, shape, layout, shard, hybrid, cuda)
+    return estimate(recipe, model_shape(recipe, config), layout, shard, hybrid, cuda)
 
 
 def _fsdp2_reduce_bytes(recipe: Recipe, hybrid: bool, cdt: int) -> int:
