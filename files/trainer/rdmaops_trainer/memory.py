@@ -256,13 +256,24 @@ def _activations(
 # ------------------------------------------------------------------------------------------- what would fit
 
 
+HSDP = "strategy.fsdp2.hsdp"
+
+
 def with_sets(recipe: Recipe, sets: Mapping[str, Any]) -> Recipe:
-    """RECIPE with dotted SECTION.KEY values replaced (the fit's keys, the estimate's what-ifs)."""
-    out = recipe
-    for key, value in sets.items():
-        section, name = key.split(".")
-        out = dataclasses.replace(out, **{section: dataclasses.replace(getattr(out, section), **{name: value})})
-    return out
+    """RECIPE with dotted keys replaced (the fit's keys, the estimate's what-ifs)."""
+    return _replaced(recipe, [(key.split("."), value) for key, value in sets.items()])
+
+
+def _replaced(obj: Any, changes: list[tuple[list[str], Any]]) -> Any:
+    if not changes:
+        return obj
+    direct = {path[0]: value for path, value in changes if len(path) == 1}
+    nested: dict[str, list[tuple[list[str], Any]]] = {}
+    for path, value in changes:
+        if len(path) > 1:
+            nested.setdefault(path[0], []).append((path[1:], value))
+    direct.update({name: _replaced(getattr(obj, name), sub) for name, sub in nested.items()})
+    return dataclasses.replace(obj, **direct)
 
 
 @dataclass(frozen=True)
@@ -283,24 +294,29 @@ def fitting_options(
     max_nodes: int = 64,
 ) -> list[Option]:
     """Layouts of RECIPE (already fitted to its cluster) that fit CAPACITY bytes per GPU: the fewest nodes of
-    PROCS_PER_NODE GPUs (the batch refitted), and on its own nodes a smaller micro-batch or gradient
-    checkpointing. Empty when none does."""
+    PROCS_PER_NODE GPUs (the batch refitted; under HSDP, which shards inside a node only, also plain FSDP2),
+    and on its own nodes a smaller micro-batch or gradient checkpointing. Empty when none does."""
     here = recipe.cluster.nodes
     out: list[Option] = []
 
-    def check(candidate: Recipe, nodes: int, extra: dict[str, Any], pinned: dict[str, str]) -> Option | None:
+    def check(
+        candidate: Recipe, nodes: int, extra: dict[str, Any], pinned: dict[str, str], hsdp: bool = hybrid
+    ) -> Option | None:
         try:
             found = fit(candidate, nodes, procs_per_node, pinned)
         except FitError:
             return None
         fitted = with_sets(candidate, found.sets)
-        hsdp = hybrid and nodes > 1
+        hsdp = hsdp and nodes > 1
         est = estimate(fitted, shape, found.layout, shard_size(fitted, found.layout, hsdp, procs_per_node), hsdp)
         return Option(nodes, {**extra, **found.sets}, est) if est.total <= capacity else None
 
     base = pins(recipe)
-    for nodes in range(here + 1, max_nodes + 1):
-        option = check(recipe, nodes, {}, base)
+    plain = {HSDP: False}
+    for nodes in range(here, max_nodes + 1):
+        option = None if nodes == here else check(recipe, nodes, {}, base)
+        if option is None and hybrid and recipe.strategy.name == "fsdp2":
+            option = check(with_sets(recipe, plain), nodes, plain, base, hsdp=False)
         if option is not None:
             out.append(option)
             break

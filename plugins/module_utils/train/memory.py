@@ -72,7 +72,14 @@ def memory_check(
 
 
 def _option(option: Any, nodes: int, procs: int) -> str:
+    """A layout that fits, in words: on more nodes (train.yml fits the batch to them itself), or here with the
+    overrides it needs."""
     about = f"(about {option.estimate.gib:.1f} GiB)"
     if option.nodes != nodes:
-        return f"on {option.nodes} nodes of {procs} GPUs {about}"
+        # the batch keys follow from the node count; what else the option changes is an override
+        extra = {k: v for k, v in option.sets.items() if not k.startswith("cluster.") and k not in FITTED}
+        return f"on {option.nodes} nodes of {procs} GPUs" + (f" with {overrides_form(extra)}" if extra else "") + f" {about}"
     return f"here with {overrides_form(option.sets)} {about}"
+
+
+FITTED = ("train.global_batch_size", "train.micro_batch_size")

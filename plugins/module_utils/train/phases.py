@@ -272,7 +272,9 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
         resolved = resolve(c["trainer_src"], c["recipe"], c["overrides"], len(hosts), procs_found)
     except RecipeResolveError as exc:
         errors.append(str(exc))
-    launch = {**(resolved or c)["launch"], "job": c["job"], "output_dir_resolved": c["output_dir"]}
+    # unresolved, the preflight still compares the rest (the GPUs with what the recipe would have used)
+    fallback = {**c["launch"], **({"procs_per_node": procs_found} if procs_found else {})}
+    launch = {**(resolved["launch"] if resolved else fallback), "job": c["job"], "output_dir_resolved": c["output_dir"]}
     report = preflight_report(
         reports,
         hosts,
