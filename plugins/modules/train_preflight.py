@@ -106,7 +106,8 @@ gpus:
   returned: always
   type: int
 gpu_memory_mib:
-  description: Each GPU's memory in MiB (C(nvidia-smi --query-gpu=memory.total)); empty without GPUs or nvidia-smi.
+  description:
+    - Each GPU's memory in MiB (C(nvidia-smi --query-gpu=memory.total)); empty without GPUs or nvidia-smi.
   returned: always
   type: list
   elements: int
@@ -176,7 +177,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.env_file import parse as parse_env_file
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma.sysfs import read_ports
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train.agent import parse_show
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.gpus import MEMORY_QUERY, parse_memory_total
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.gpus import (
+    MEMORY_QUERY,
+    parse_memory_total,
+)
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import LaunchError, unit_name
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import (
     VERSION_PROBE,
@@ -236,7 +240,11 @@ def main() -> None:
     if smi:
         rc, out, _err = module.run_command([smi, *MEMORY_QUERY[1:]])
         result["gpu_memory_mib"] = parse_memory_total(out) if rc == 0 else []
-    if p["model_config"] and os.path.isfile(p["model_config"]) and os.path.getsize(p["model_config"]) <= 2**20:
+    if (
+        p["model_config"]
+        and os.path.isfile(p["model_config"])
+        and os.path.getsize(p["model_config"]) <= 2**20
+    ):
         try:
             with open(p["model_config"], encoding="utf-8") as fh:
                 config = json.load(fh)

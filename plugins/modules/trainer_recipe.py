@@ -115,16 +115,17 @@ layout:
     pipelined: false
 fit:
   description:
-    - What fitting the recipe to O(nodes) changed, C(sets) (dotted keys and their new values, also at the end
-      of RV(overrides)), C(notes) (what moved and why, and how the batch is split) and C(pinned) (the keys kept
-      as written).
+    - What fitting the recipe to O(nodes) changed, C(sets) (dotted keys and their new values, also at the
+      end of RV(overrides)), C(notes) (what moved and why, and how the batch is split) and C(pinned) (the
+      keys kept as written).
   returned: success
   type: dict
   sample:
     sets: {"cluster.nodes": 4, "train.micro_batch_size": 1}
     notes:
       - "cluster: 4 node(s) x 1 = 4 ranks (the recipe was written for 3 x 1)"
-      - "train.micro_batch_size: 2 -> 1: 12 sequences per step do not split into micro-batches of 2 over 4 ranks"
+      - "train.micro_batch_size: 2 -> 1: 12 sequences per step do not split into micro-batches of 2 over 4
+        ranks"
       - "batch: 12 sequences per step = 1 per micro-batch x 3 accumulation step(s) x 4 data-parallel rank(s)"
     pinned: []
 launch:

@@ -154,9 +154,11 @@ class StrategyConfig:
     zero3: Zero3Options = field(default_factory=Zero3Options)
 
 
-# The keys a launcher may change to fit a recipe to the cluster it runs on (fit.py); cluster.pinned lists those
-# it must not change.
-FIT_KEY = Literal["cluster.nodes", "cluster.procs_per_node", "train.global_batch_size", "train.micro_batch_size"]
+# The keys a launcher may change to fit a recipe to the cluster it runs on (fit.py); cluster.pinned lists
+# those it must not change.
+FIT_KEY = Literal[
+    "cluster.nodes", "cluster.procs_per_node", "train.global_batch_size", "train.micro_batch_size"
+]
 
 
 @dataclass

@@ -107,7 +107,9 @@ def fit(
     sets: dict[str, Any] = {}
     notes: list[str] = []
     if (nodes, procs) != (c.nodes, c.procs_per_node):
-        sets.update({k: v for k, v, old in ((NODES, nodes, c.nodes), (PROCS, procs, c.procs_per_node)) if v != old})
+        sets.update(
+            {k: v for k, v, old in ((NODES, nodes, c.nodes), (PROCS, procs, c.procs_per_node)) if v != old}
+        )
         notes.append(
             f"cluster: {nodes} node(s) x {procs} = {world} ranks (the recipe was written for {c.nodes} x "
             f"{c.procs_per_node})"
@@ -172,7 +174,8 @@ def _pipeline(
     if world % p.stages:
         layers = GPTConfig(**recipe.model.config).n_layer
         options = sorted(
-            (s for s in range(2, min(world, layers) + 1) if world % s == 0), key=lambda s: (abs(s - p.stages), s)
+            (s for s in range(2, min(world, layers) + 1) if world % s == 0),
+            key=lambda s: (abs(s - p.stages), s),
         )
         need = f"at least {p.stages} ranks" if world < p.stages else f"a multiple of {p.stages} ranks"
         raise FitError(
@@ -242,4 +245,5 @@ def world_mismatch(recipe: Recipe, world_size: int, local_world_size: int | None
         found = fit(recipe, world_size // procs, procs, pins(recipe))
     except FitError as exc:
         return f"{text}; on {world_size // procs} node(s) x {procs}: {exc}"
-    return f"{text}; for {world_size // procs} node(s) x {procs}: {set_args(found.sets)} ({describe(found.layout)})"
+    where = f"{world_size // procs} node(s) x {procs}"
+    return f"{text}; for {where}: {set_args(found.sets)} ({describe(found.layout)})"

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .fit import MICRO, FitError, fit, pins
+from .fit import BATCH, MICRO, FitError, fit, pins
 from .layout import BatchLayout
 from .model_shape import ModelShape, model_shape
 
@@ -132,20 +132,25 @@ def _layer_bytes(shape: ModelShape, moe: bool, compiled: bool, fused_swiglu: boo
 
 
 def _lora_bytes(shape: ModelShape, recipe: Recipe, adapted: list[str]) -> float:
-    """LoRA's activation bytes per token over all layers: the dropout's mask and output, the down-projection."""
+    """LoRA's activation bytes per token over all layers: the dropout's mask and output, the A projection."""
     cfg = recipe.lora
     widths = {lin.name: lin.inp for lin in shape.linears}
     return sum((3 * widths[name] if cfg.dropout > 0 else 0) + 2 * cfg.r for name in adapted)
 
 
 def estimate(
-    recipe: Recipe, shape: ModelShape, layout: BatchLayout, shard: int, hybrid: bool = False, cuda: bool = True
+    recipe: Recipe,
+    shape: ModelShape,
+    layout: BatchLayout,
+    shard: int,
+    hybrid: bool = False,
+    cuda: bool = True,
 ) -> MemoryEstimate:
     """RECIPE's per-GPU peak on LAYOUT, parameters sharded over SHARD ranks (``shard_size``); HYBRID: FSDP2
     runs HSDP (its default reduce dtype is then bf16); CUDA: the ranks compute on GPUs (bf16 under auto)."""
     from .config import compute_precision  # config imports fit, which this module builds on
 
-    t, s = recipe.train, recipe.strategy
+    s = recipe.strategy
     cdt = 2 if compute_precision(recipe, cuda) == "bf16" else 4
     pdt = 2 if recipe.model.dtype == "bfloat16" else 4
     if recipe.lora.enabled:
@@ -161,9 +166,13 @@ def estimate(
         parts["optimizer"] = 2 * trainable * tb / shard
         if accum > 1:
             reduce = _fsdp2_reduce_bytes(recipe, hybrid, cdt)
-            parts["gradients"] = trainable * tb / shard if s.fsdp2.reduce_every_micro_batch else trainable * reduce
+            parts["gradients"] = (
+                trainable * tb / shard if s.fsdp2.reduce_every_micro_batch else trainable * reduce
+            )
         keep_all = not s.fsdp2.reshard_after_forward or (s.fsdp2.unshard_during_accumulation and accum > 1)
-        units = shape.root_params + (shape.blocks_params if keep_all else min(2 * shape.block_params, shape.blocks_params))
+        units = shape.root_params + (
+            shape.blocks_params if keep_all else min(2 * shape.block_params, shape.blocks_params)
+        )
         if shard == 1:  # one rank gathers nothing; it casts what is not held in the compute dtype
             cast = (trainable if tb != cdt else 0) + (frozen if pdt != cdt else 0)
             units = units * cast / (trainable + frozen)
@@ -171,8 +180,8 @@ def estimate(
     elif s.name == "zero3":
         z = s.zero3
         largest = max(shape.block_params, shape.vocab * shape.hidden)
-        # DeepSpeed's count (no offload): 18 bytes per trainable parameter over the ranks (16-bit partition and
-        # fp32 master 6, fp32 gradient partition 4, the moments 8) and 4 per parameter of the largest layer;
+        # DeepSpeed's count (no offload): 18 bytes per trainable parameter over the ranks (16-bit partition
+        # and fp32 master 6, fp32 gradient partition 4, the moments 8), 4 per parameter of the largest layer;
         # optimizer offload keeps the 16-bit partition, parameter offload nothing. A frozen base (LoRA) is
         # its 16-bit partition. On one rank DeepSpeed 0.19.8 held 9 bytes per parameter more (ZERO3_ONE_RANK).
         master = 4 if cdt == 2 else 0
@@ -308,7 +317,9 @@ def fitting_options(
             return None
         fitted = with_sets(candidate, found.sets)
         hsdp = hsdp and nodes > 1
-        est = estimate(fitted, shape, found.layout, shard_size(fitted, found.layout, hsdp, procs_per_node), hsdp)
+        est = estimate(
+            fitted, shape, found.layout, shard_size(fitted, found.layout, hsdp, procs_per_node), hsdp
+        )
         return Option(nodes, {**extra, **found.sets}, est) if est.total <= capacity else None
 
     base = pins(recipe)
@@ -320,8 +331,9 @@ def fitting_options(
         if option is not None:
             out.append(option)
             break
-    for micro in range(recipe.train.micro_batch_size - 1, 0, -1):
-        option = check(with_sets(recipe, {MICRO: micro}), here, {MICRO: micro}, {**base, MICRO: "what-if"})
+    for micro in range(recipe.train.micro_batch_size - 1, 0, -1):  # the largest that keeps the batch
+        kept = {**base, MICRO: "what-if", BATCH: "what-if"}
+        option = check(with_sets(recipe, {MICRO: micro}), here, {MICRO: micro}, kept)
         if option is not None:
             out.append(option)
             break

@@ -85,12 +85,14 @@ def model_shape(recipe: Any, config: Mapping[str, Any] | None = None) -> ModelSh
         from .config import GPTConfig
 
         return _gpt2(GPTConfig(**m.config))
+    if m.path and config is None:
+        raise ShapeUnknown(f"{m.path}/config.json was not read")
     base = dict(config or {})
     model_type = str(base.get("model_type") or m.model_type or "")
     if model_type not in DEFAULTS:
-        raise ShapeUnknown(f"model type {model_type or '(none)'} is not one the estimate models ({', '.join(DEFAULTS)})")
-    if m.path and config is None:
-        raise ShapeUnknown(f"{m.path}/config.json was not read")
+        raise ShapeUnknown(
+            f"model type {model_type or '(none)'} is not one the estimate models ({', '.join(DEFAULTS)})"
+        )
     cfg = {**DEFAULTS[model_type], **base, **m.config}
     return _glm4_moe(cfg) if model_type == "glm4_moe" else _dense(cfg, model_type)
 
@@ -187,9 +189,9 @@ def _glm4_moe(cfg: Mapping[str, Any]) -> ModelShape:
             mine = attn + _mlp(f"{p}.mlp", h, ffn)
             other = 0
         else:
-            # the shared experts are one MLP of n_shared widths; the routed ones fused 3-D parameters (gate and
-            # up, down) and the router a plain weight (its score-correction bias is a buffer): no nn.Linear,
-            # no LoRA
+            # the shared experts are one MLP of n_shared widths; the routed ones fused 3-D parameters (gate
+            # and up, down) and the router a plain weight (its score-correction bias is a buffer): no
+            # nn.Linear, no LoRA
             mine = attn + _mlp(f"{p}.mlp.shared_experts", h, expert_ffn * shared)
             other = experts * 3 * h * expert_ffn + experts * h
         block = sum(lin.params for lin in mine) + norms + other
@@ -201,4 +203,3 @@ def _glm4_moe(cfg: Mapping[str, Any]) -> ModelShape:
         "glm4_moe", h, layers, vocab, q, kv, ffn, first, experts, top_k, expert_ffn, expert_ffn * shared,
         params=root + total, block_params=largest, root_params=root, linears=(*linears, head),
     )  # fmt: skip
-

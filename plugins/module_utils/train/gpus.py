@@ -21,7 +21,9 @@ def parse_memory_total(text: str) -> list[int]:
 
 
 def _reachable(reports: Mapping[str, Any], hosts: Sequence[str]) -> list[str]:
-    return [h for h in hosts if (rep := reports.get(h)) and not rep.get("unreachable") and not rep.get("failed")]
+    return [
+        h for h in hosts if (rep := reports.get(h)) and not rep.get("unreachable") and not rep.get("failed")
+    ]
 
 
 def follows_gpus(device: str, reports: Mapping[str, Any], hosts: Sequence[str]) -> bool:

@@ -262,7 +262,11 @@ def recipe_paths(recipe: Mapping[str, Any]) -> list[dict[str, str]]:
 def model_config_path(recipe: Mapping[str, Any]) -> str:
     """The config.json of a resolved recipe's transformers model directory ('' for a model without one)."""
     model = recipe.get("model") or {}
-    return f"{str(model['path']).rstrip('/')}/config.json" if model.get("kind") == "hf" and model.get("path") else ""
+    return (
+        f"{str(model['path']).rstrip('/')}/config.json"
+        if model.get("kind") == "hf" and model.get("path")
+        else ""
+    )
 
 
 def slurm_batch_script(

@@ -50,7 +50,9 @@ def memory_check(
     c = rec.cluster
     where = f"{c.nodes} node(s) x {c.procs_per_node} GPUs"
     if gpu is None:
-        out["notes"].append(f"memory: about {est.describe()} per GPU on {where}; no node reported its GPUs' memory")
+        out["notes"].append(
+            f"memory: about {est.describe()} per GPU on {where}; no node reported its GPUs' memory"
+        )
         return out
     mib, host = gpu
     usable = memory.usable_bytes(mib)
@@ -65,7 +67,9 @@ def memory_check(
     else:
         text += "; no layout up to 64 nodes of these GPUs fits (offload, or GPUs with more memory)"
     if mode == "fail":
-        out["errors"].append(text + " (-e train_memory_check=warn launches anyway: the estimate is within about 15%)")
+        out["errors"].append(
+            text + " (-e train_memory_check=warn launches anyway: the estimate is within about 15%)"
+        )
     else:
         out["notes"].append(text)
     return out
@@ -78,7 +82,11 @@ def _option(option: Any, nodes: int, procs: int) -> str:
     if option.nodes != nodes:
         # the batch keys follow from the node count; what else the option changes is an override
         extra = {k: v for k, v in option.sets.items() if not k.startswith("cluster.") and k not in FITTED}
-        return f"on {option.nodes} nodes of {procs} GPUs" + (f" with {overrides_form(extra)}" if extra else "") + f" {about}"
+        return (
+            f"on {option.nodes} nodes of {procs} GPUs"
+            + (f" with {overrides_form(extra)}" if extra else "")
+            + f" {about}"
+        )
     return f"here with {overrides_form(option.sets)} {about}"
 
 

@@ -259,8 +259,8 @@ def _supervisor_source() -> str:
 
 
 def plan(p: Mapping[str, Any]) -> dict[str, Any]:
-    """Phase 2: compare every node's report; fit the recipe to the nodes and write it out; estimate its memory;
-    plan what each node starts (from the check's plan)."""
+    """Phase 2: compare every node's report; fit the recipe to the nodes and write it out; estimate its
+    memory; plan what each node starts (from the check's plan)."""
     c = p["check"]
     hosts = list(c["hosts"])
     reports = dict(p["reports"])
@@ -274,7 +274,11 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
         errors.append(str(exc))
     # unresolved, the preflight still compares the rest (the GPUs with what the recipe would have used)
     fallback = {**c["launch"], **({"procs_per_node": procs_found} if procs_found else {})}
-    launch = {**(resolved["launch"] if resolved else fallback), "job": c["job"], "output_dir_resolved": c["output_dir"]}
+    launch = {
+        **(resolved["launch"] if resolved else fallback),
+        "job": c["job"],
+        "output_dir_resolved": c["output_dir"],
+    }
     report = preflight_report(
         reports,
         hosts,
@@ -319,7 +323,11 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
         return {"errors": report["errors"]}
     if report["sync"]:  # inputs are copied first, then the preflight and this phase run again
         return {"errors": [], "plan": {"notes": report["notes"], "sync": report["sync"]}}
-    report["notes"][:0] = [*([c["order_note"]] if c.get("order_note") else []), *gpu_notes, *resolved["fit"]["notes"]]
+    report["notes"][:0] = [
+        *([c["order_note"]] if c.get("order_note") else []),
+        *gpu_notes,
+        *resolved["fit"]["notes"],
+    ]
     text = recipe_text(resolved["recipe"], c["recipe"], resolved["overrides"])
     digest = tl.recipe_digest(text)
     master = hosts[0]

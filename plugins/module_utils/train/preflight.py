@@ -251,7 +251,10 @@ def preflight_report(
 
 
 def _running(unit: Mapping[str, Any]) -> bool:
-    return unit.get("ActiveState") in ("active", "activating", "deactivating") and unit.get("SubState") != "exited"
+    return (
+        unit.get("ActiveState") in ("active", "activating", "deactivating")
+        and unit.get("SubState") != "exited"
+    )
 
 
 def _first_line(msg: Any) -> str:

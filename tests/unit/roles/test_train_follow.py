@@ -22,7 +22,8 @@ echo "LoadState=loaded"
 if [ "$n" -le "$RUNNING" ]; then
   echo "ActiveState=active"; echo "SubState=running"; echo "Result=success"; echo "ExecMainStatus=0"
 else
-  echo "ActiveState=$END_ACTIVE"; echo "SubState=$END_SUB"; echo "Result=$END_RESULT"; echo "ExecMainStatus=$STATUS"
+  echo "ActiveState=$END_ACTIVE"; echo "SubState=$END_SUB"
+  echo "Result=$END_RESULT"; echo "ExecMainStatus=$STATUS"
 fi
 """
 
@@ -35,7 +36,11 @@ def job(tmp_path: Path, name: str) -> dict[str, object]:
     out = workdir / "runs" / name
     out.mkdir(parents=True)
     metrics = out / "metrics.jsonl"
-    earlier = [{"event": "start", "step": 0}, {"event": "train", "step": 5, "loss": 9.0}, {"event": "end", "step": 5}]
+    earlier = [
+        {"event": "start", "step": 0},
+        {"event": "train", "step": 5, "loss": 9.0},
+        {"event": "end", "step": 5},
+    ]
     old = "".join(json.dumps(r) + "\n" for r in earlier)
     now = time.time()
     current = [
@@ -66,7 +71,11 @@ def follow(tmp_path: Path, name: str, **end: str) -> subprocess.CompletedProcess
     (bin_dir / "systemctl").write_text(FAKE_SYSTEMCTL)
     (bin_dir / "systemctl").chmod(0o755)
     inventory = tmp_path / "hosts.yml"
-    node = {"ansible_connection": "local", "ansible_become": False, "ansible_python_interpreter": sys.executable}
+    node = {
+        "ansible_connection": "local",
+        "ansible_become": False,
+        "ansible_python_interpreter": sys.executable,
+    }
     inventory.write_text(json.dumps({"cluster": {"hosts": {"node1": node}}}))
     env = dict(os.environ)
     env.update(
@@ -82,7 +91,8 @@ def follow(tmp_path: Path, name: str, **end: str) -> subprocess.CompletedProcess
     )
     argv = [
         str(Path(sys.executable).with_name("ansible-playbook")), str(ROOT / "playbooks" / "train_status.yml"),
-        "-i", str(inventory), "-e", f"job={name}", "-e", "follow=true", "-e", f"train_base_dir={tmp_path / 'train'}",
+        "-i", str(inventory), "-e", f"job={name}", "-e", "follow=true",
+        "-e", f"train_base_dir={tmp_path / 'train'}",
         "-e", "train_poll_interval=0.2", "-e", "train_progress_interval=0.5",
     ]  # fmt: skip
     return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=240, check=False)

@@ -52,7 +52,9 @@ def phase_two(recipe: str, nodes: int, procs: int, **kw: Any) -> dict[str, Any]:
     hosts = [f"node{i + 1}" for i in range(nodes)]
     c = phases.check(check_args(recipe=recipe, hosts=hosts, **kw.pop("check", {})))
     assert c["errors"] == [], c["errors"]
-    reports = kw.pop("reports", None) or gpu_reports(hosts, procs, recipe, kw.pop("env", None), kw.pop("mib", H100))
+    reports = kw.pop("reports", None) or gpu_reports(
+        hosts, procs, recipe, kw.pop("env", None), kw.pop("mib", H100)
+    )
     return phases.plan(plan_args(c["plan"], reports=reports, addresses={}, **kw))
 
 
@@ -101,10 +103,14 @@ def test_gpu_recipes_render_valid_launches_on_the_clusters_users_bring(
     batch = {"glm": 32, "qwen14b": 48}[recipe]
     if recipe == "qwen14b" and world == 32:  # 48 does not split over 32 ranks: the nearest batch that does
         batch = 64
-        assert any(n.startswith("train.global_batch_size: 48 -> 64: 48 sequences do not split") for n in plan["notes"])
+        assert any(
+            n.startswith("train.global_batch_size: 48 -> 64: 48 sequences do not split")
+            for n in plan["notes"]
+        )
     # the notes name the accumulation, and the memory estimate that fits the GPUs
     assert (
-        f"batch: {batch} sequences per step = 1 per micro-batch x {batch // world} accumulation step(s) x {world} "
+        f"batch: {batch} sequences per step = 1 per micro-batch x {batch // world} accumulation step(s) x "
+        f"{world} "
         "data-parallel rank(s)"
     ) in plan["notes"]
     memory = [n for n in plan["notes"] if n.startswith("memory: about ")]
@@ -134,7 +140,9 @@ def test_a_layout_that_cannot_fit_is_refused_with_the_smallest_that_would() -> N
     assert "-e train_memory_check=warn launches anyway" in error
     # warn: the same words as a note, and the launch planned; off: not estimated
     warned = phase_two("qwen14b", 1, 1, memory_check="warn")
-    assert warned["errors"] == [] and any(n.startswith("memory: qwen14b on 1 node(s)") for n in warned["plan"]["notes"])
+    assert warned["errors"] == [] and any(
+        n.startswith("memory: qwen14b on 1 node(s)") for n in warned["plan"]["notes"]
+    )
     off = phase_two("qwen14b", 1, 1, memory_check="off")
     assert not any(n.startswith("memory") for n in off["plan"]["notes"])
 
@@ -150,7 +158,8 @@ def test_too_few_gpus_for_a_pipeline_is_refused_with_what_would_run() -> None:
     # gpt2-pipeline's 2 stages on 3 nodes of one GPU each: no whole pipelines
     out = phase_two("gpt2-pipeline", 3, 1)
     assert out["errors"] == [
-        "recipe gpt2-pipeline: strategy.pipeline.stages: 2 stages need a multiple of 2 ranks (each data-parallel "
+        "recipe gpt2-pipeline: strategy.pipeline.stages: 2 stages need a multiple of 2 ranks (each "
+        "data-parallel "
         "replica is a whole pipeline), and the cluster has 3 (3 node(s) x 1); it would run with "
         """-e '{"recipe_overrides": {"strategy.pipeline.stages": 3}}'"""
     ]
@@ -163,14 +172,15 @@ def test_a_pinned_key_the_nodes_contradict_is_refused() -> None:
         "node1: 4 GPU(s) visible, the recipe needs cluster.procs_per_node=8 cuda processes per node "
         "(world size 16 = 2 nodes x 8)"
     )
-    # the global batch pinned in the recipe (cluster.pinned) where it does not split: refused by the check, before
-    # any node is asked
+    # the global batch pinned in the recipe (cluster.pinned) where it does not split: refused by the check,
+    # before any node is asked
     pinned = {"cluster.pinned": ["train.global_batch_size"]}
     hosts = ["node1", "node2", "node3", "node4"]
     out = phases.check(check_args(recipe="qwen14b", hosts=hosts, overrides=pinned))
     assert out["errors"] == [
-        "recipe qwen14b: train.global_batch_size: 48, pinned (cluster.pinned), but 48 sequences do not split evenly "
-        """over 32 data-parallel ranks; it would run with -e '{"recipe_overrides": {"train.global_batch_size": 64}}' """
+        "recipe qwen14b: train.global_batch_size: 48, pinned (cluster.pinned), but 48 sequences do not split "
+        "evenly over 32 data-parallel ranks; it would run with "
+        """-e '{"recipe_overrides": {"train.global_batch_size": 64}}' """
         """or -e '{"recipe_overrides": {"train.global_batch_size": 32}}'"""
     ]
 
@@ -189,9 +199,14 @@ def test_nodes_with_different_gpu_counts_run_the_fewest_on_each() -> None:
 
 def test_cpu_recipes_keep_their_processes_per_node() -> None:
     # the lab's nodes have no GPU: tiny keeps its 1 process per node and follows the hosts
-    plan = phase_two("tiny", 4, 0, reports={h: report(h) for h in ["node1", "node2", "node3", "node4"]})["plan"]
+    plan = phase_two("tiny", 4, 0, reports={h: report(h) for h in ["node1", "node2", "node3", "node4"]})[
+        "plan"
+    ]
     assert plan["launch"]["procs_per_node"] == 1 and plan["launch"]["world_size"] == 4
-    assert "train.micro_batch_size: 2 -> 1: 12 sequences per step do not split into micro-batches of 2 over 4 ranks" in plan["notes"]
+    assert (
+        "train.micro_batch_size: 2 -> 1: 12 sequences per step do not split into micro-batches of 2 over 4 "
+        "ranks" in plan["notes"]
+    )
     assert not any(n.startswith("memory") for n in plan["notes"])
 
 

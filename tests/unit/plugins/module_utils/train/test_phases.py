@@ -146,13 +146,15 @@ def test_the_recipe_is_resolved_once_into_the_file_every_node_runs(tmp_path: Pat
         (
             {"overrides": {"cluster.nodes": 2}},
             "recipe tiny: cluster.nodes: 2, pinned (recipe_overrides), but the cluster has 3 node(s): "
-            "cluster.nodes=3 runs it there; it would run with -e '{\"recipe_overrides\": {\"cluster.nodes\": 3}}'",
+            'cluster.nodes=3 runs it there; it would run with -e \'{"recipe_overrides": {"cluster.nodes": '
+            "3}}'",
         ),
         (
             {"recipe": "gpt2-pipeline", "overrides": {"cluster.procs_per_node": 1}},
-            "strategy.pipeline.stages: 2 stages need a multiple of 2 ranks (each data-parallel replica is a whole "
+            "strategy.pipeline.stages: 2 stages need a multiple of 2 ranks (each data-parallel replica is a "
+            "whole "
             "pipeline), and the cluster has 3 (3 node(s) x 1); it would run with "
-            "-e '{\"recipe_overrides\": {\"strategy.pipeline.stages\": 3}}'",
+            '-e \'{"recipe_overrides": {"strategy.pipeline.stages": 3}}\'',
         ),
         (
             {"steps": "10", "overrides": {"train.steps": 20}},

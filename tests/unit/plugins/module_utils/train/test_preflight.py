@@ -122,8 +122,10 @@ def test_a_running_job_is_named_once_not_by_what_it_holds() -> None:
     facts["node1"]["listening"] = [29500]
     facts["node1"]["checkpoints"] = {"complete": [50], "partial": [], "finished_step": None}
     assert report(facts)["errors"] == [
-        "job tiny is already running on node1, node2, node3 (rdmaops-train-tiny.service, since Sat 2026-11-28 "
-        "10:00:00 UTC): watch it with ansible-playbook playbooks/train_status.yml -e job=tiny -e follow=true, "
+        "job tiny is already running on node1, node2, node3 (rdmaops-train-tiny.service, since Sat "
+        "2026-11-28 "
+        "10:00:00 UTC): watch it with ansible-playbook playbooks/train_status.yml -e job=tiny -e "
+        "follow=true, "
         "stop it with playbooks/train_stop.yml -e job=tiny, or give this run another -e job=NAME"
     ]
 

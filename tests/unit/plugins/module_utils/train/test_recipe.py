@@ -92,15 +92,18 @@ def test_the_layout_is_the_trainers_and_agrees_with_the_launch_plan() -> None:
             {"cluster.nodes": 2},
             {"nodes": 3},
             "recipe glm: cluster.nodes: 2, pinned (recipe_overrides), but the cluster has 3 node(s): "
-            "cluster.nodes=3 runs it there; it would run with -e '{\"recipe_overrides\": {\"cluster.nodes\": 3}}'",
+            'cluster.nodes=3 runs it there; it would run with -e \'{"recipe_overrides": {"cluster.nodes": '
+            "3}}'",
         ),
         (
             "tiny",
             {"train.global_batch_size": 12},
             {"nodes": 8},
-            "recipe tiny: train.global_batch_size: 12, pinned (recipe_overrides), but 12 sequences do not split "
-            "evenly over 8 data-parallel ranks; it would run with -e '{\"recipe_overrides\": "
-            "{\"train.global_batch_size\": 16}}' or -e '{\"recipe_overrides\": {\"train.global_batch_size\": 8}}'",
+            "recipe tiny: train.global_batch_size: 12, pinned (recipe_overrides), but 12 sequences do not "
+            "split "
+            'evenly over 8 data-parallel ranks; it would run with -e \'{"recipe_overrides": '
+            '{"train.global_batch_size": 16}}\' or -e \'{"recipe_overrides": {"train.global_batch_size": '
+            "8}}'",
         ),
         (
             "gpt2-pipeline",
@@ -236,16 +239,26 @@ def test_playbook_refuses_a_recipe_that_cannot_run_on_the_hosts(tmp_path: Path) 
     assert p.returncode != 0
     out = " ".join(p.stdout.split())
     assert "recipe gpt2-pipeline: strategy.pipeline.stages: 2 stages need a multiple of 2 ranks" in out
-    assert """it would run with -e '{"recipe_overrides": {"strategy.pipeline.stages": 3}}'""" in out.replace("\\", "")
+    assert """it would run with -e '{"recipe_overrides": {"strategy.pipeline.stages": 3}}'""" in out.replace(
+        "\\", ""
+    )
 
 
 @pytest.mark.parametrize(
     ("hosts", "split", "notes"),
     [
-        (2, "12 sequences per step (2 per micro-batch, 3 accumulation)", ["cluster: 2 node(s) x 1 = 2 ranks"]),
+        (
+            2,
+            "12 sequences per step (2 per micro-batch, 3 accumulation)",
+            ["cluster: 2 node(s) x 1 = 2 ranks"],
+        ),
         (3, "12 sequences per step (2 per micro-batch, 2 accumulation)", []),
         (4, "12 sequences per step (1 per micro-batch, 3 accumulation)", ["train.micro_batch_size: 2 -> 1"]),
-        (8, "16 sequences per step (2 per micro-batch, 1 accumulation)", ["train.global_batch_size: 12 -> 16"]),
+        (
+            8,
+            "16 sequences per step (2 per micro-batch, 1 accumulation)",
+            ["train.global_batch_size: 12 -> 16"],
+        ),
     ],
 )
 def test_tiny_runs_on_the_labs_sizes_without_overrides(
