@@ -957,9 +957,9 @@ TINY_FITS = {1: (12, 2, 6), 2: (12, 2, 3), 3: (12, 2, 2), 4: (12, 1, 3), 8: (16,
 def case_tiny_fits(lab: Lab) -> None:
     """tiny with no overrides on other node counts: on this lab's first N nodes (--limit; the rank order is
     then the play's, -e train_mesh_topology=switched, as the cables to the nodes left out are not the job's),
-    for N = 2, 4 and the lab's own size. A lab of 4 or 8 nodes (make lab-up LAB_NODES=8) runs those sizes
+    for N = 2, 3, 4 and the lab's own size. A lab of 4 or 8 nodes (make lab-up LAB_NODES=8) runs those sizes
     whole."""
-    for n in sorted({k for k in (2, 4, len(lab.hosts)) if k <= len(lab.hosts)}):
+    for n in sorted({k for k in (2, 3, 4, len(lab.hosts)) if k <= len(lab.hosts)}):
         job = f"t-fit-{n}"
         reset(lab, job)
         part = ["--limit", ",".join(lab.hosts[:n]), "-e", "train_mesh_topology=switched"]
