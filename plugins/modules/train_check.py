@@ -16,9 +16,9 @@ description:
     to the number of O(hosts) (C(cluster.nodes); the global batch kept through gradient accumulation, or moved
     to the nearest even split). M(rdmaops.cluster.train_plan) fits it to the nodes' GPUs and writes it out as
     the one recipe file every node runs.
-  - Fails with every error in one message, each naming its setting and value (an unknown recipe lists the
+  - "Fails with every error in one message, each naming its setting and value (an unknown recipe lists the
     known ones; a recipe that cannot run on the hosts names the overrides that would, in the
-    C(-e '{"recipe_overrides": {...}}') form).
+    C(-e '{\"recipe_overrides\": {...}}') form)."
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -136,7 +136,7 @@ plan:
       C(order_note) (the rank order and why, for the preflight notes; empty without a port map), C(workdir),
       C(output_dir), C(metrics_file), C(log_file), C(events_file), C(steps), C(paths) (the recipe's inputs
       every node must hold), C(launch) (the recipe on the hosts with its own processes per node),
-      C(overrides) (the recipe keys the plan resolves again with), C(pinned) (the keys the fit keeps: the
+      C(overrides) (the recipe keys the plan resolves again with), C(pinned) (the keys the fit keeps, the
       recipe's C(cluster.pinned) and the overrides' own), C(model_config) (an hf model's C(config.json), read
       by the preflight), C(trainer_src), C(render_dir) (absolute; empty unless O(render_dir) is set).
   returned: success

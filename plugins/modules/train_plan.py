@@ -17,7 +17,7 @@ description:
   - With O(health_mode=fail), every failing node health check (M(rdmaops.cluster.node_health) on each node,
     plus the driver and CUDA versions compared across nodes) is one more problem of that message, naming node,
     check, value and threshold; with V(warn) the findings are notes only.
-  - Fits the recipe to the nodes as M(rdmaops.cluster.train_check) resolved it: a GPU recipe runs one process
+  - Fits the recipe to the nodes as M(rdmaops.cluster.train_check) resolved it. A GPU recipe runs one process
     per GPU (the fewest any node has) unless C(cluster.procs_per_node) is pinned; the global batch is kept
     through gradient accumulation or moved to the nearest even split, and the notes say how it is split.
   - For a GPU recipe, estimates the memory per GPU of the layout from the model's config and compares it

@@ -41,7 +41,7 @@ options:
   nodes:
     description:
       - Number of hosts the job will run on. The recipe is fitted to them with the trainer's own rule
-        (C(rdmaops_trainer.fit)): C(cluster.nodes) becomes this number and the global batch is kept through
+        (C(rdmaops_trainer.fit)). C(cluster.nodes) becomes this number and the global batch is kept through
         gradient accumulation, or moved to the nearest batch that splits evenly (RV(fit) says so and why). A
         key the overrides set or the recipe lists in C(cluster.pinned) is kept, and a cluster it does not fit
         is refused with the overrides that would run.

@@ -167,11 +167,7 @@ def case_traffic(lab: Lab) -> None:
     rc, _out, _secs = lab.play(
         *tiny("t-traffic", "-e", "steps=30", "-e", "detach=true", *pause_args("start"))
     )
-    try:
-        held = paused(lab)
-        before = lab.counters()
-    finally:
-        resume_all(lab)
+    held, before = counters_while_held(lab)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, "t-traffic")):
         time.sleep(1)
@@ -267,22 +263,25 @@ class GoneWatch:
                     del fds[fd]
         return all(done(h) for h in self.procs)
 
-    def close(self) -> None:
-        """End the watchers (after a failed start, or once their figures are read)."""
+    def close(self, grace: float = 0) -> None:
+        """End the watchers: those still running after GRACE s are killed (a failed start: at once)."""
         for proc in self.procs.values():
-            if proc.poll() is None:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
                 proc.kill()
-            proc.wait()
+                proc.wait()
 
     def since(self, t0: float) -> float | None:
         """Seconds from T0 (a node's clock) until every node was empty; None if one still had some after the
-        limit."""
-        self._read(lambda h: len(self.out[h].split()) > 1, self.limit + 30)
-        self.close()
-        ends = [self.out[h].split()[1:2] for h in self.procs]
-        if any(p.returncode != 0 for p in self.procs.values()) or not all(ends):
+        limit. A watcher's figure is its second whole line (after "ready"): only a watcher whose condition
+        held prints it."""
+        self._read(lambda h: self.out[h].count(b"\n") >= 2, self.limit + 30)
+        self.close(grace=10)
+        ends = [self.out[h].split(b"\n")[1] if self.out[h].count(b"\n") >= 2 else b"" for h in self.procs]
+        if not all(ends):
             return None
-        return max(0.0, max(float(e[0]) for e in ends) - t0)
+        return max(0.0, max(float(e) for e in ends) - t0)
 
 
 # Every rank of a node stopped (state T), where RDMAOPS_TRAINER_PAUSE (docs/trainer.md) leaves them.
@@ -295,6 +294,16 @@ def paused(lab: Lab, limit: float = 240) -> bool:
     return all(
         out is not None for out in on_nodes(lab, lab.hosts, poll_script(ALL_PAUSED, limit), limit).values()
     )
+
+
+def counters_while_held(lab: Lab) -> tuple[bool, dict[str, dict[str, int]]]:
+    """Every node's interface counters read while the job's ranks hold before step 1 (RDMAOPS_TRAINER_PAUSE
+    =start), then the ranks released: whether they were held, and the counters."""
+    try:
+        held = paused(lab)
+        return held, lab.counters()
+    finally:
+        resume_all(lab)
 
 
 def resume_all(lab: Lab) -> None:
