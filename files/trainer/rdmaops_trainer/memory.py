@@ -139,15 +139,11 @@ def _lora_bytes(shape: ModelShape, recipe: Recipe, adapted: list[str]) -> float:
 
 
 def estimate(
-    recipe: Recipe,
-    shape: ModelShape,
-    layout: BatchLayout,
-    shard: int,
-    hybrid: bool = False,
-    cuda: bool = True,
+    recipe: Recipe, shape: ModelShape, split: BatchLayout, shard: int, hybrid: bool = False, cuda: bool = True
 ) -> MemoryEstimate:
-    """RECIPE's per-GPU peak on LAYOUT, parameters sharded over SHARD ranks (``shard_size``); HYBRID: FSDP2
-    runs HSDP (its default reduce dtype is then bf16); CUDA: the ranks compute on GPUs (bf16 under auto)."""
+    """RECIPE's per-GPU peak on the batch SPLIT, parameters sharded over SHARD ranks (``shard_size``); HYBRID:
+    FSDP2 runs HSDP (its default reduce dtype is then bf16); CUDA: the ranks compute on GPUs (bf16 under
+    auto)."""
     from .config import compute_precision  # config imports fit, which this module builds on
 
     s = recipe.strategy
@@ -158,7 +154,7 @@ def estimate(
         frozen = shape.params
     else:
         trainable, adapted, frozen = shape.params, [], 0
-    accum = layout.grad_accum if not layout.pipelined else 1
+    accum = split.grad_accum if not split.pipelined else 1
     parts = dict.fromkeys(PARTS, 0.0)
     if s.name == "fsdp2":
         tb = 4  # FSDP2's prepare holds trainable weights in fp32
@@ -197,13 +193,13 @@ def estimate(
     else:  # ddp, pipeline: every rank holds its (stage's) weights whole, in the dtype they are held in
         share = 1.0
         if s.name == "pipeline":
-            share = (shape.blocks_params / layout.pipeline_stages + shape.root_params) / shape.params
+            share = (shape.blocks_params / split.pipeline_stages + shape.root_params) / shape.params
         parts["parameters"] = (frozen * pdt + trainable * pdt) * share
         parts["gradients"] = trainable * pdt * share
         parts["optimizer"] = 2 * trainable * pdt * share
         if cdt < pdt:  # autocast's cached bf16 copies of the weights
             parts["gathered"] = shape.params * cdt * share
-    parts["activations"], parts["logits"] = _activations(recipe, shape, layout, adapted, cdt)
+    parts["activations"], parts["logits"] = _activations(recipe, shape, split, adapted, cdt)
     return MemoryEstimate(parts)
 
 
