@@ -1,8 +1,11 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The lab role's check (tasks/validate.yml), a pure function of its settings and of what the host showed
-(its uid, its IPv4 addresses, an inventory file already there) returning ``{errors, plan}``: the settings,
-root on the local machine, the instance's network plan (names, addresses, MACs) with a management CIDR that
-no other interface uses, and the digest of the lab's code for the fast path."""
+"""The lab role's check phase: its settings and what the host showed in, ``{errors, plan}`` out.
+
+``check`` (tasks/validate.yml), a pure function of the settings and of what the host showed (its uid, its IPv4
+addresses, an inventory file already there): the settings, root on the local machine, the instance's network
+plan (names, addresses, MACs) with a management CIDR that no other interface uses, and the digest of the lab's
+code for the fast path.
+"""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import plan as
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.site.stamp import StampError, source_digest
 
-ARGUMENT_SPEC: dict[str, Any] = {
+LAB_CHECK_SPEC: dict[str, Any] = {
     **required_raw(
         "state",
         "name",

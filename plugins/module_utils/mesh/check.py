@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The mesh_network role's check phase: the inventory and what the nodes report in, every error or the plan.
+"""The mesh_network role's check phase: the inventory and what the nodes report in, ``{errors, plan}`` out.
 
 One pure function (``check``) behind the action plugin rdmaops.cluster.mesh_network_check: it runs every rule
 of the data network on one node's view (host list, MTU, pools, cabling, this node's ports, the management
@@ -23,7 +23,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import (
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import safety as ms
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 
-ARGUMENT_SPEC: dict[str, Any] = {
+MESH_NETWORK_CHECK_SPEC: dict[str, Any] = {
     "host": {"type": "str", "required": True},
     **required_raw("hosts", "mgmt_cidr", "link_pool", "link_prefix", "node_pool", "fabric_subnet", "mtu"),
     "topology": {"type": "str", "required": True, "choices": ["mesh", "switched"]},

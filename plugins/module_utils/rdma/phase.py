@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rdma role's validate phase: its variables in, ``{errors, plan}`` out (action plugin rdma_check).
+"""The rdma role's check phase: its variables in, ``{errors, plan}`` out (action plugin rdma_check).
 
 Checks the package and kernel module lists, the memlock limit, the opensm settings and, when the NIC QoS
 step runs, ``roce_qos`` (the one check of module_utils/qos/roce.py); the plan carries the RoCE numbers that

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The slurm role's three phases, each a pure function of its arguments returning ``{errors, plan}``.
+"""The slurm role's check, plan and config phases: their arguments in, ``{errors, plan}`` out.
 
 ``check`` (tasks/validate.yml): the inventory and the settings, before anything is read from a node.
 ``plan`` (tasks/facts.yml, again after an install gave slurmd -C): each node's declared memory and GPUs
@@ -18,7 +18,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import config as slurm
 
-CHECK_ARGUMENT_SPEC: dict[str, Any] = {
+SLURM_CHECK_SPEC: dict[str, Any] = {
     "controllers": {"type": "list", "elements": "str", "default": []},
     "nodes": {"type": "list", "elements": "str", "default": []},
     "inventory_hosts": {"type": "list", "elements": "str", "required": True},
@@ -33,7 +33,7 @@ CHECK_ARGUMENT_SPEC: dict[str, Any] = {
     **health_gate.SETTINGS_SPEC,
 }
 
-PLAN_ARGUMENT_SPEC: dict[str, Any] = {
+SLURM_PLAN_SPEC: dict[str, Any] = {
     "controller": {"type": "str", "required": True},
     "compute": {"type": "list", "elements": "str", "required": True},
     "hosts": {"type": "dict", "required": True},
@@ -43,7 +43,7 @@ PLAN_ARGUMENT_SPEC: dict[str, Any] = {
     "version": {"type": "list", "elements": "int"},
 }
 
-CONFIG_ARGUMENT_SPEC: dict[str, Any] = {
+SLURM_CONFIG_SPEC: dict[str, Any] = {
     "texts": {"type": "dict", "required": True},
     "current": {"type": "dict", "default": {}},
 }

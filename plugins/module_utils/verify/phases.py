@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The verify role's phases on the controller, each one pure function of its inputs: {errors, plan}.
+"""The verify role's check, gate, plan and summary phases: their inputs in, ``{errors, plan}`` out, on the
+controller.
 
 - check (tasks/validate.yml): the role's settings, before any node changes;
 - gate (tasks/gate.yml): one node's RDMA ports judged;
@@ -25,7 +26,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds 
 MODES = ("auto", "rdma", "tcp")
 POSITIVE = re.compile(r"^[1-9][0-9]*$")
 
-CHECK_SPEC: dict[str, Any] = {
+VERIFY_CHECK_SPEC: dict[str, Any] = {
     **required_raw("mode", "pattern", "directions"),
     "integers": {"type": "dict", "required": True},
     "thresholds": {"type": "dict", "required": True},
@@ -35,7 +36,7 @@ CHECK_SPEC: dict[str, Any] = {
     **health_gate.MODE_SPEC,
 }
 
-GATE_SPEC: dict[str, Any] = {
+VERIFY_GATE_SPEC: dict[str, Any] = {
     "host": {"type": "str", "required": True},
     "port_info": {"type": "dict", "required": True},
     "rdma_required": {"type": "raw", "default": True},
@@ -43,7 +44,7 @@ GATE_SPEC: dict[str, Any] = {
     "sysfs_root": {"type": "str", "default": "/sys"},
 }
 
-PLAN_SPEC: dict[str, Any] = {
+VERIFY_PLAN_SPEC: dict[str, Any] = {
     "host": {"type": "str", "required": True},
     "hosts": {"type": "list", "elements": "str", "required": True},
     "plans": {"type": "dict", "required": True},
@@ -54,7 +55,7 @@ PLAN_SPEC: dict[str, Any] = {
     "env_file": {"type": "str", "default": ""},
 }
 
-SUMMARY_SPEC: dict[str, Any] = {
+VERIFY_SUMMARY_SPEC: dict[str, Any] = {
     "master": {"type": "str", "required": True},
     "runs": {"type": "dict"},
     "qos_roce": {"type": "dict"},
