@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import parse, plan
@@ -76,7 +77,7 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
     bad = {
         name: value
         for name, value in params["integers"].items()
-        if isinstance(value, bool) or not POSITIVE.match(str(value))
+        if whole(value) is None or not POSITIVE.match(str(value))
     }
     if bad:
         errors.append("must be positive integers: " + ", ".join(f"{k}={v}" for k, v in bad.items()))
