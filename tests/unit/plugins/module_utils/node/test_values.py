@@ -55,7 +55,7 @@ def test_is_int_and_is_number_take_the_value_itself_and_no_bool(
 )
 def test_whole_is_an_int_or_its_ascii_digits(value: Any, expected: int | None) -> None:
     got = values.whole(value)
-    assert got == expected and (got is None or type(got) is int)
+    assert got == expected and type(got) is type(expected)
 
 
 @pytest.mark.parametrize(
