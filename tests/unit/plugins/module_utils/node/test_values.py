@@ -34,67 +34,36 @@ def test_is_int_and_is_number_take_the_value_itself_and_no_bool(
     assert values.is_number(value) is is_number
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        (9000, 9000),
-        (-1, -1),
-        ("9000", 9000),
-        ("007", 7),
-        (Tagged("24"), 24),
-        (True, None),
-        (9000.0, None),
-        ("-1", None),
-        (" 1", None),
-        ("1\n", None),
-        ("1.5", None),
-        ("²", None),  # str.isdigit() says yes; int() says no
-        ("", None),
-        (None, None),
-    ],
-)
-def test_whole_is_an_int_or_its_ascii_digits(value: Any, expected: int | None) -> None:
-    got = values.whole(value)
-    assert got == expected and type(got) is type(expected)
+# value: whole(), number(), as_float()
+READINGS = [
+    (9000, 9000, 9000, 9000.0),
+    (-1, -1, -1, -1.0),
+    (2.5, None, 2.5, 2.5),
+    ("9000", 9000, 9000, 9000.0),
+    ("007", 7, 7, 7.0),
+    (Tagged("24"), 24, 24, 24.0),
+    ("-2", None, -2, -2.0),
+    ("2.5", None, 2.5, 2.5),
+    (" 3", None, None, 3.0),
+    ("1\n", None, None, 1.0),
+    ("1e3", None, None, 1000.0),
+    (".5", None, None, 0.5),
+    ("2.", None, None, 2.0),
+    ("²", None, None, None),  # str.isdigit() says yes; int() and float() say no
+    (True, None, None, None),
+    (False, None, None, None),
+    ("fast", None, None, None),
+    ("", None, None, None),
+    (None, None, None, None),
+    ([], None, None, None),
+]
 
 
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        (30, 30),
-        (0.5, 0.5),
-        ("30", 30),
-        ("-2", -2),
-        ("2.5", 2.5),
-        (False, None),
-        ("1e3", None),
-        (".5", None),
-        ("2.", None),
-        ("inf", None),
-        (" 3", None),
-        (None, None),
-    ],
-)
-def test_number_is_a_number_or_its_decimal_text(value: Any, expected: float | None) -> None:
-    got = values.number(value)
-    assert got == expected and type(got) is type(expected)
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [
-        (1, 1.0),
-        ("0.8", 0.8),
-        (" 2.5 ", 2.5),
-        ("1e3", 1000.0),
-        (True, None),
-        ("fast", None),
-        (None, None),
-        ([], None),
-    ],
-)
-def test_as_float_is_what_float_reads_but_a_bool(value: Any, expected: float | None) -> None:
-    assert values.as_float(value) == expected
+@pytest.mark.parametrize(("value", "whole", "number", "as_float"), READINGS)
+def test_each_reading_of_a_number_or_its_text(value: Any, whole: Any, number: Any, as_float: Any) -> None:
+    got = (values.whole(value), values.number(value), values.as_float(value))
+    assert got == (whole, number, as_float)
+    assert [type(g) for g in got] == [type(whole), type(number), type(as_float)]
 
 
 def test_as_float_leaves_nan_and_infinity_to_the_caller() -> None:
