@@ -10,6 +10,11 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 LAB_NODES ?= 3
 LAB_TOPOLOGY ?= mesh
+# switched only: ports per node, their bridges (shared or rails), and the NETCONF switches (a count; one per
+# rail on rails; empty: the role's default, one switch for a switched lab)
+LAB_PORTS ?= 1
+LAB_FABRIC ?= shared
+LAB_SWITCHES ?=
 
 .PHONY: help venv deps unit lint sanity build-check molecule molecule-up molecule-verify test demo lab-up lab-down lab-test clean plugin-test
 
@@ -18,6 +23,7 @@ help:
 	@echo "make test      install what the tests need and run all of them (root)"
 	@echo "make unit      unit tests only (no root)"
 	@echo "make lab-up    LAB_NODES=3 LAB_TOPOLOGY=mesh|switched|ring|chain|rails: build the lab"
+	@echo "               switched: LAB_PORTS=1..8 LAB_FABRIC=shared|rails LAB_SWITCHES=N (NETCONF switches)"
 	@echo "make lab-down  tear the lab down (also after a crash)"
 	@echo "make lab-test  behaviour checks of the lab itself (root, ~10 min)"
 
@@ -163,7 +169,9 @@ test: deps venv
 	$(MAKE) --no-print-directory molecule-verify MOL_SCENARIO=default
 
 lab-up: venv deps
-	$(BIN)/ansible-playbook playbooks/lab.yml -e lab_state=present -e lab_nodes=$(LAB_NODES) -e lab_topology=$(LAB_TOPOLOGY)
+	$(BIN)/ansible-playbook playbooks/lab.yml -e lab_state=present -e lab_nodes=$(LAB_NODES) -e lab_topology=$(LAB_TOPOLOGY) \
+	  -e lab_fabric_ports=$(LAB_PORTS) -e lab_fabric=$(LAB_FABRIC) \
+	  $(if $(LAB_SWITCHES),-e '{"lab_switches": [$(shell seq -s, -f '"sw%g"' 1 $(LAB_SWITCHES))]}')
 
 # Root-only behaviour checks of the lab itself (bad input, growth, crash recovery, teardown): ~10 min.
 lab-test: venv deps

@@ -39,9 +39,19 @@ options:
     type: raw
     required: true
   topology:
-    description: C(lab_topology), V(mesh) or V(switched).
+    description: C(lab_topology), V(mesh), V(ring), V(chain), V(rails) or V(switched).
     type: raw
     required: true
+  fabric_ports:
+    description: C(lab_fabric_ports), the data ports of each node of a switched lab (1-8).
+    type: raw
+    default: 1
+  fabric:
+    description:
+      - C(lab_fabric) of a switched lab, V(shared) (every port on one bridge) or V(rails) (port k of every
+        node on bridge k).
+    type: raw
+    default: shared
   node_prefix:
     description: C(lab_node_prefix), 1-12 lowercase letters or digits, a letter first.
     type: raw

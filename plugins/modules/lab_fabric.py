@@ -22,7 +22,8 @@ description:
     O(topology=ring) and O(topology=chain) cable two-port nodes in a line, node i's C(data1) to node i+1's
     C(data0) (a ring also the last node's C(data1) to the first's C(data0)); O(topology=rails) joins two
     nodes by two cables (C(data0) to C(data0), C(data1) to C(data1)).
-    O(topology=switched) gives every node one port C(data0) whose host end is on the bridge C(<name>-dbr).
+    O(topology=switched) gives every node O(fabric_ports) ports C(data0).. whose host ends are on the bridge
+    C(<name>-dbr) (O(fabric=shared)) or, port k, on C(<name>-dbr<k>) (O(fabric=rails)).
   - Every port gets a MAC derived from the instance, node and port names and an alias naming its link, so
     re-runs recognise what they made, repair half-made links, remove ports of another topology and change
     nothing when all is in place.
@@ -52,6 +53,20 @@ options:
     type: str
     choices: [mesh, switched, ring, chain, rails]
     default: mesh
+  fabric_ports:
+    description:
+      - Data ports C(data0)..C(data<n-1>) of every node of a switched lab (1-8). Their host ends are named
+        C(<name>-d<i>) and then C(<name>-d<i>b), C(<name>-d<i>c) ... for the further ports.
+    type: int
+    default: 1
+  fabric:
+    description:
+      - How a switched lab's ports meet - V(shared), every port of every node on the bridge C(<name>-dbr)
+        (one subnet, several NICs per node in it); V(rails), port k of every node on bridge C(<name>-dbr<k>)
+        (port 0 on C(<name>-dbr)), like rail-optimized leaf switches.
+    type: str
+    choices: [shared, rails]
+    default: shared
   mgmt_cidr:
     description: IPv4 management network; the host bridge gets the first address, node i gets the (10+i)th.
     type: str
@@ -110,7 +125,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.fabric import Fabric
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import TOPOLOGIES, LabError, make_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import (
+    FABRICS,
+    TOPOLOGIES,
+    LabError,
+    make_plan,
+)
 
 
 def main() -> None:
@@ -120,6 +140,8 @@ def main() -> None:
             "nodes": {"type": "list", "elements": "str", "required": True},
             "switches": {"type": "list", "elements": "str", "default": []},
             "topology": {"type": "str", "choices": list(TOPOLOGIES), "default": "mesh"},
+            "fabric_ports": {"type": "int", "default": 1},
+            "fabric": {"type": "str", "choices": list(FABRICS), "default": "shared"},
             "mgmt_cidr": {"type": "str", "default": "10.99.0.0/24"},
             "fabric_mtu": {"type": "int", "default": 9000},
         },
@@ -127,7 +149,15 @@ def main() -> None:
     )
     p = module.params
     try:
-        plan = make_plan(p["name"], p["nodes"], p["topology"], p["mgmt_cidr"], p["switches"])
+        plan = make_plan(
+            p["name"],
+            p["nodes"],
+            p["topology"],
+            p["mgmt_cidr"],
+            p["switches"],
+            p["fabric_ports"],
+            p["fabric"],
+        )
         host = Host(p["name"], check_mode=module.check_mode)
         Fabric(host, plan, p["fabric_mtu"]).apply()
     except LabError as exc:

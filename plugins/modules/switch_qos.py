@@ -240,6 +240,9 @@ notes:
   - yuma123's netconfd does not roll back a cancel-commit sent while the same session holds the running lock;
     for a server naming yuma modules in its capabilities the running lock is released just before the
     cancel-commit.
+  - A test hook, for the lab's tests only - with C(RDMAOPS_SWITCH_QOS_PAUSE=verified) in its environment, the
+    module stops itself (SIGSTOP) once the confirmed commit is read back and verified, before the hold and the
+    management check, so that a test can make its fault in that moment and then send SIGCONT.
 requirements:
   - ncclient (on the controller)
 attributes:

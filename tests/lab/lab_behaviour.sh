@@ -66,11 +66,12 @@ kill_all() {  # kill -9 every nspawn and the apt proxy: the host side of a crash
   local end=$(( $(date +%s) + 30 )) p
   for p in "${pids[@]}"; do
     while grep -qv '^[^)]*) Z' "/proc/$p/stat" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 0.1; done
+    ! grep -qv '^[^)]*) Z' "/proc/$p/stat" 2>/dev/null || return 1
   done
 }
 
 export name cidr inv log
-export -f play changed_is on ports
+export -f play changed_is on ports kill_all
 # set -e holds in the trap too: a decoy already removed must not turn a passing run into exit status 1
 trap 'ip netns delete labtestx-node1 2>/dev/null || true; ip link del labtestx-mbr 2>/dev/null || true
   play -e lab_state=absent >/dev/null 2>&1 || true; echo "log: $log"' EXIT
@@ -131,7 +132,7 @@ check "present names the crashed node and boots it" \
   bash -c "play -e lab_nodes=4 && grep -q 'node2 is not running as planned' '$log.last'"
 check "node2 answers over SSH again" on node2 true
 
-kill_all
+check "kill -9 of every lab process: all of them gone within 30 s" kill_all
 check "a re-run after kill -9 of every lab process brings the lab back" play -e lab_nodes=4
 check "every node answers over SSH again" ansible -i "$inv" all -m ansible.builtin.ping
 
@@ -145,7 +146,7 @@ check "inventory names the fabric port" \
 # Decoys of an instance whose name starts with ours: teardown must leave them alone.
 ip netns add labtestx-node1
 ip link add labtestx-mbr type bridge
-kill_all
+check "kill -9 of every lab process again: all of them gone within 30 s" kill_all
 check "absent after kill -9 succeeds" play -e lab_state=absent
 check "nothing of the instance is left" nothing_left
 check "absent again is a no-op" bash -c "play -e lab_state=absent && changed_is 0"

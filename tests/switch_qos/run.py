@@ -10,6 +10,7 @@ equal to running, how many sessions were opened. One line per check, "N passed, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import re
@@ -103,12 +104,13 @@ class Switch:
         rc, out, err = run_bounded(argv, timeout, cwd=ROOT, env=env())
         return rc, out + err, time.monotonic() - start
 
-    def play_async(self, *extra: str) -> subprocess.Popen[str]:
+    def play_async(self, *extra: str, pause: str = "") -> subprocess.Popen[str]:
+        """The play in the background; PAUSE: the switch_qos module's test hook (RDMAOPS_SWITCH_QOS_PAUSE)."""
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), "--limit", self.name, PLAYBOOK, *extra]
         return subprocess.Popen(
             argv,
             cwd=ROOT,
-            env=env(),
+            env={**env(), "RDMAOPS_SWITCH_QOS_PAUSE": pause} if pause else env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -263,24 +265,50 @@ def case_bad_inputs(sw: Switch) -> None:
         )
 
 
-def _netconf_sessions(pids: list[int]) -> int:
-    """Established TCP connections to a NETCONF port (830) that these processes hold (ss -p on the host)."""
-    out = subprocess.run(
-        ["ss", "-Htnp", "state", "established", "( dport = :830 )"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    owners = [int(m) for m in re.findall(r"pid=(\d+)", out)]
-    return sum(1 for owner in owners if owner in pids)
+def _held(proc: subprocess.Popen[str], limit: float = 120) -> bool:
+    """Until a process of the play is stopped (state T): the switch_qos module where its test hook holds it
+    (RDMAOPS_SWITCH_QOS_PAUSE=verified: the confirmed commit read back and verified, before the hold and the
+    management check). Bounded by LIMIT; False if the play ended first."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and proc.poll() is None:
+        for pid in process_tree(proc.pid):
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "T":
+                    return True
+        time.sleep(0.1)
+    return False
 
 
-def _frozen_in_hold(proc: subprocess.Popen[str]) -> bool:
-    """Freeze the play (SIGSTOP to its whole tree) and say whether it was inside its hold before the confirm:
-    its module holds exactly the one session it committed on (the management check after the hold opens a
-    second, the confirm then ends both). Frozen, the play stays there while a case injects a fault."""
-    signal_tree(proc.pid, signal.SIGSTOP)
-    return _netconf_sessions(process_tree(proc.pid)) == 1
+class Events:
+    """The switch's own account of confirmed commits (RFC 6470 netconf-confirmed-commit notifications, which
+    netconfd sends): a subscription opened before a case, read after it."""
+
+    NOTIF = "urn:ietf:params:xml:ns:yang:ietf-netconf-notifications"
+
+    def __init__(self, sw: Switch) -> None:
+        self.m = sw.session()
+        self.m.create_subscription()
+        self.seen: list[str] = []
+
+    def until(self, wanted: str, limit: float) -> list[str]:
+        """Read notifications until a confirmed commit's event WANTED (or LIMIT s): every event so far, as
+        'start', 'cancel', 'timeout', 'complete' or 'session-end'."""
+        deadline = time.monotonic() + limit
+        while wanted not in self.seen and time.monotonic() < deadline:
+            note = self.m.take_notification(block=True, timeout=1)
+            if note is None:
+                continue
+            root = note.notification_ele
+            event = root.find(f"{{{self.NOTIF}}}netconf-confirmed-commit/{{{self.NOTIF}}}confirm-event")
+            if event is not None and event.text:
+                self.seen.append(event.text)
+            elif root.find(f"{{{self.NOTIF}}}netconf-session-end") is not None:
+                self.seen.append("session-end")
+        return self.seen
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.m.close_session()
 
 
 def _wait_for(sw: Switch, text: str, present: bool, limit: float) -> float | None:
@@ -324,17 +352,18 @@ def _refused(sw: Switch, limit: float = 30) -> bool:
 
 
 def case_verify_fails(sw: Switch) -> None:
-    """After the confirmed commit the module's fresh management session is refused: it must cancel. The play
-    is frozen inside its hold (between the verified commit and the management check) while new logins are
-    denied, so the check meets the deny by construction, not by racing the hold."""
+    """After the confirmed commit the module's fresh management session is refused: it must cancel. The module
+    holds right after the verified commit (its test hook) while new NETCONF logins are denied, so its
+    management check meets the deny by construction."""
     sw.factory()
     base = sw.datastores()[0]
-    proc = sw.play_async("-e", "switch_qos_hold_before_confirm=6", "-e", "switch_qos_confirm_timeout=120")
-    seen = _wait_for(sw, "ROCE-OUT", True, 60)
-    in_hold = seen is not None and _frozen_in_hold(proc)
+    proc = sw.play_async(pause="verified")
+    held = _held(proc)
     try:
-        sw.ssh(DENY_NETCONF)
-        denied = _refused(sw)
+        committed = "ROCE-OUT" in sw.running() if held else False
+        if held:
+            sw.ssh(DENY_NETCONF)
+        denied = held and _refused(sw)
     finally:
         signal_tree(proc.pid, signal.SIGCONT)
     try:
@@ -344,58 +373,44 @@ def case_verify_fails(sw: Switch) -> None:
     back = _wait_for(sw, "ROCE-OUT", False, 30)
     check(
         "a failed verification after the commit cancels it: the play fails, the switch is back as before",
-        in_hold
+        held
+        and committed
         and denied
         and proc.returncode != 0
         and "commit cancelled" in out
         and back is not None
         and sw.datastores()[0] == base,
-        f"commit seen after {seen and round(seen, 1)} s, play frozen in its hold {in_hold}, new logins "
-        f"refused {denied}; {_msg(out)[:220]}; back after {back} s",
+        f"held after the verified commit {held} (running holds it {committed}), new logins refused {denied}; "
+        f"{_msg(out)[:220]}; back after {back} s",
     )
-
-
-def _no_netconf_left(sw: Switch, limit: float = 30) -> bool:
-    """Until the switch holds no established NETCONF connection (a killed client's session is gone)."""
-    none = "[ -z \"$(ss -Htn state established '( sport = :830 )')\" ]"
-    script = (
-        f"end=$(( $(date +%s) + {int(limit)} )); until {none}; do "
-        '[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 0.2; done'
-    )
-    return sw.ssh(script).returncode == 0
 
 
 def case_killed(sw: Switch) -> None:
     """The controller dies between commit and confirm: the switch rolls back when the timeout expires. The
-    play is frozen inside its hold and killed there; the commit must outlive the killed session (persist)
-    and be rolled back by the switch's own timer."""
+    module holds right after the verified commit (its test hook) and is killed there; the switch's own
+    notifications must then say: the commit started, its session ended, and the confirm timed out (nothing
+    cancelled or confirmed it), after which running is as before."""
     sw.factory()
     base = sw.datastores()[0]
-    # The shortest timing the role accepts with a hold to kill in: 10 s hold + 3 replies of 3 s <= 20 s.
     timeout = 20
-    proc = sw.play_async(
-        "-e",
-        "switch_qos_hold_before_confirm=10",
-        "-e",
-        f"switch_qos_confirm_timeout={timeout}",
-        "-e",
-        "switch_qos_timeout=3",
-    )
-    seen = _wait_for(sw, "ROCE-OUT", True, 60)
-    committed = time.monotonic()
-    in_hold = seen is not None and _frozen_in_hold(proc)
-    killed = signal_tree(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    closed = _no_netconf_left(sw)
-    still = "ROCE-OUT" in sw.running()
-    back = _wait_for(sw, "ROCE-OUT", False, timeout + 30)
-    after = time.monotonic() - committed if back is not None else None
+    events = Events(sw)
+    try:
+        proc = sw.play_async("-e", f"switch_qos_confirm_timeout={timeout}", "-e", "switch_qos_timeout=3",
+                             pause="verified")  # fmt: skip
+        held = _held(proc)
+        killed = signal_tree(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        seen = events.until("timeout", timeout + 60)
+    finally:
+        events.close()
+    ends = [e for e in seen if e != "session-end"]
     check(
         f"play killed between commit and confirm: rolled back by the switch after the {timeout} s timeout",
-        in_hold and closed and still and back is not None and sw.datastores()[0] == base,
-        f"commit seen after {seen and round(seen, 1)} s, play frozen in its hold {in_hold}; {killed} "
-        f"processes killed; its session closed {closed}, the commit still there then {still}; rolled back "
-        f"{after and round(after, 1)} s after the commit was seen",
+        held
+        and ends == ["start", "timeout"]
+        and seen.index("session-end", seen.index("start")) < seen.index("timeout")
+        and sw.datastores()[0] == base,
+        f"held after the verified commit {held}; {killed} processes killed; the switch's events {seen}",
     )
 
 

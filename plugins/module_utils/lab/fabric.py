@@ -14,7 +14,6 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import (
     NodePlan,
     cidr_conflicts,
     fabric_alias,
-    fabric_bridge,
     fabric_host_ifname,
     mesh_alias,
     mgmt_alias,
@@ -47,16 +46,19 @@ class Fabric:
         self.check_cidr_free()
         wanted_host = {mgmt_bridge(plan.lab)} | {n.mgmt_host_if for n in plan.nodes}
         if plan.topology == "switched":
-            wanted_host |= {fabric_bridge(plan.lab)} | {
-                fabric_host_ifname(plan.lab, n.index) for n in plan.nodes if n.role == "node"
+            wanted_host |= set(plan.fabric_bridges()) | {
+                fabric_host_ifname(plan.lab, n.index, k)
+                for n in plan.nodes
+                if n.role == "node"
+                for k in range(plan.fabric_ports)
             }
         # Leftovers of another topology or of removed nodes go first, so names can be reused.
         for name in h.own_host_links():
             if name not in wanted_host:
                 h.delete_link(name)
         self._bridge(mgmt_bridge(plan.lab), f"{plan.mgmt_host_ip}/{plan.prefixlen}", None)
-        if plan.topology == "switched":
-            self._bridge(fabric_bridge(plan.lab), None, self.fabric_mtu)
+        for bridge in dict.fromkeys(plan.fabric_bridges()):
+            self._bridge(bridge, None, self.fabric_mtu)
         present = set(h.netns_list())
         for node in plan.nodes:
             if node.netns not in present:
@@ -206,53 +208,53 @@ class Fabric:
                 self._up(link.a_if, a.netns)
                 self._up(link.b_if, b.netns)
             return
-        bridge = fabric_bridge(plan.lab)
         for node in plan.nodes:
             if node.role != "node":
                 continue
-            host_if = fabric_host_ifname(plan.lab, node.index)
-            alias = fabric_alias(plan.lab, node.name)
-            hl = h.links().get(host_if)
-            nl = self._links(node.netns).get("data0")
-            host_mac = stable_mac(plan.lab, node.name, "host", "data0")
-            if not self._veth_ok(hl, nl, alias, (host_mac, node.macs["data0"])):
-                if hl is not None:
-                    h.delete_link(host_if)
-                if nl is not None and "data0" in self._links(node.netns):
-                    h.delete_link("data0", node.netns)
-                h.change(
-                    f"add veth {host_if} <-> {node.netns}:data0",
-                    [
-                        "ip",
-                        "link",
-                        "add",
-                        host_if,
-                        "address",
-                        host_mac,
-                        "mtu",
-                        str(self.fabric_mtu),
-                        "type",
-                        "veth",
-                        "peer",
-                        "name",
-                        "data0",
-                        "address",
-                        node.macs["data0"],
-                        "netns",
-                        node.netns,
-                    ],
-                )
-                if not h.check_mode:
-                    h.run(["ip", "link", "set", "dev", host_if, "alias", alias])
-                    h.run(["ip", "-n", node.netns, "link", "set", "dev", "data0", "alias", alias])
-                hl = None
-            if hl is None or hl.get("master") != bridge:
-                h.change(
-                    f"attach {host_if} to {bridge}", ["ip", "link", "set", "dev", host_if, "master", bridge]
-                )
-            if hl is not None and hl.get("mtu") != self.fabric_mtu:
-                h.change(
-                    f"set {host_if} mtu", ["ip", "link", "set", "dev", host_if, "mtu", str(self.fabric_mtu)]
-                )
-            self._up(host_if, None)
-            self._up("data0", node.netns)
+            for k, bridge in enumerate(plan.fabric_bridges()):
+                self._fabric_port(node, f"data{k}", fabric_host_ifname(plan.lab, node.index, k), bridge)
+
+    def _fabric_port(self, node: NodePlan, port: str, host_if: str, bridge: str) -> None:
+        """Node NODE's fabric port PORT, its host end HOST_IF on BRIDGE."""
+        h, plan = self.host, self.plan
+        alias = fabric_alias(plan.lab, node.name, port)
+        hl = h.links().get(host_if)
+        nl = self._links(node.netns).get(port)
+        host_mac = stable_mac(plan.lab, node.name, "host", port)
+        if not self._veth_ok(hl, nl, alias, (host_mac, node.macs[port])):
+            if hl is not None:
+                h.delete_link(host_if)
+            if nl is not None and port in self._links(node.netns):
+                h.delete_link(port, node.netns)
+            h.change(
+                f"add veth {host_if} <-> {node.netns}:{port}",
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    host_if,
+                    "address",
+                    host_mac,
+                    "mtu",
+                    str(self.fabric_mtu),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    port,
+                    "address",
+                    node.macs[port],
+                    "netns",
+                    node.netns,
+                ],
+            )
+            if not h.check_mode:
+                h.run(["ip", "link", "set", "dev", host_if, "alias", alias])
+                h.run(["ip", "-n", node.netns, "link", "set", "dev", port, "alias", alias])
+            hl = None
+        if hl is None or hl.get("master") != bridge:
+            h.change(f"attach {host_if} to {bridge}", ["ip", "link", "set", "dev", host_if, "master", bridge])
+        if hl is not None and hl.get("mtu") != self.fabric_mtu:
+            h.change(f"set {host_if} mtu", ["ip", "link", "set", "dev", host_if, "mtu", str(self.fabric_mtu)])
+        self._up(host_if, None)
+        self._up(port, node.netns)

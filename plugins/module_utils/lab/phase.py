@@ -32,6 +32,8 @@ LAB_CHECK_SPEC: dict[str, Any] = {
     ),
     "crash_nodes": {"type": "raw", "default": []},
     "switches": {"type": "list", "elements": "str", "default": []},
+    "fabric_ports": {"type": "raw", "default": 1},
+    "fabric": {"type": "raw", "default": "shared"},
     "inventory_path": {"type": "str", "required": True},
     "inventory_text": {"type": "str"},
     "uid": {"type": "str", "required": True},
@@ -74,6 +76,15 @@ def _setting_errors(p: Mapping[str, Any]) -> list[str]:
             f"{lab_plan.TOPOLOGIES[-1]}",
         ),
         (
+            bool(_WHOLE.fullmatch(str(p["fabric_ports"])))
+            and 1 <= int(str(p["fabric_ports"])) <= lab_plan.MAX_FABRIC_PORTS,
+            f"lab_fabric_ports={p['fabric_ports']}: use a whole number from 1 to {lab_plan.MAX_FABRIC_PORTS}",
+        ),
+        (
+            p["fabric"] in lab_plan.FABRICS,
+            f"lab_fabric={p['fabric']}: use {' or '.join(lab_plan.FABRICS)}",
+        ),
+        (
             isinstance(p["node_prefix"], str) and bool(lab_plan.NODE_PREFIX_RE.match(p["node_prefix"])),
             f"lab_node_prefix={p['node_prefix']}: use 1-12 of [a-z0-9], a letter first",
         ),
@@ -93,6 +104,15 @@ def _setting_errors(p: Mapping[str, Any]) -> list[str]:
     errors = [msg for ok, msg in checks if not ok]
     if not errors:
         errors += _node_count_errors(p["topology"], int(str(p["nodes"])))
+    if (
+        not errors
+        and p["topology"] != "switched"
+        and (int(str(p["fabric_ports"])), p["fabric"]) != (1, "shared")
+    ):
+        errors.append(
+            f"lab_fabric_ports={p['fabric_ports']} and lab_fabric={p['fabric']} are for "
+            f"lab_topology=switched; lab_topology={p['topology']} has its own cables"
+        )
     return errors
 
 
@@ -114,7 +134,15 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     if not errors and p["state"] == "present":
         try:
             nodes = lab_plan.node_names(p["node_prefix"], int(str(p["nodes"])))
-            network = lab_plan.make_plan(p["name"], nodes, p["topology"], p["mgmt_cidr"], list(p["switches"]))
+            network = lab_plan.make_plan(
+                p["name"],
+                nodes,
+                p["topology"],
+                p["mgmt_cidr"],
+                list(p["switches"]),
+                int(str(p["fabric_ports"])),
+                str(p["fabric"]),
+            )
             out["network"] = network.as_dict()
             errors += lab_plan.cidr_conflicts(p["name"], network.mgmt_cidr, list(p["host_addresses"]))
         except lab_plan.LabError as exc:

@@ -24,9 +24,11 @@ MGMT_NODE_OFFSET = 10
 MGMT_IFNAME = "mgmt0"
 DATA_PORT_RE = re.compile(r"^data\d+$")
 # mesh: a veth pair per node pair; ring / chain: node i's data1 to node i+1's data0 (ring: and the last node's
-# data1 to the first's data0); rails: two nodes joined by two cables (data0-data0, data1-data1); switched: one
-# port per node on a host bridge.
+# data1 to the first's data0); rails: two nodes joined by two cables (data0-data0, data1-data1); switched: N
+# ports per node (data0..), on one host bridge (fabric shared) or port k of every node on bridge k (rails).
 TOPOLOGIES = ("mesh", "switched", "ring", "chain", "rails")
+FABRICS = ("shared", "rails")
+MAX_FABRIC_PORTS = 8
 CABLED = ("mesh", "ring", "chain", "rails")
 # Fewest nodes each cabled topology takes (a ring of 3 is a mesh cabled differently); rails takes exactly 2.
 MIN_NODES = {"mesh": 1, "switched": 1, "ring": 3, "chain": 2, "rails": 2}
@@ -65,16 +67,20 @@ def mgmt_bridge(lab: str) -> str:
     return f"{lab}-mbr"
 
 
-def fabric_bridge(lab: str) -> str:
-    return f"{lab}-dbr"
+def fabric_bridge(lab: str, fabric: str = "shared", port: int = 0) -> str:
+    """The host bridge of a switched lab's port PORT: one for all ports (shared), or one per rail; rail 0 and
+    a shared fabric keep the single-port lab's name."""
+    return f"{lab}-dbr" if fabric == "shared" or port == 0 else _ifname(f"{lab}-dbr{port}")
 
 
 def mgmt_host_ifname(lab: str, index: int) -> str:
     return _ifname(f"{lab}-m{index}")
 
 
-def fabric_host_ifname(lab: str, index: int) -> str:
-    return _ifname(f"{lab}-d{index}")
+def fabric_host_ifname(lab: str, index: int, port: int = 0) -> str:
+    """Host end of node INDEX's fabric port PORT: ``<lab>-d<index>``, then a letter for port 1.. (``b``,
+    ``c``) so that a 10-character lab name and 32 nodes stay within the kernel's 15 characters."""
+    return _ifname(f"{lab}-d{index}" + ("" if port == 0 else chr(ord("a") + port)))
 
 
 def _ifname(name: str) -> str:
@@ -114,6 +120,8 @@ class NodePlan:
     ports: dict[str, Any] = field(default_factory=dict)
     macs: dict[str, str] = field(default_factory=dict)
     role: str = "node"
+    # a switch's ports in order, each [node, data port] it faces (a mesh lab's switch: [node, ""])
+    faces: list[list[str]] = field(default_factory=list)
 
 
 @dataclass
@@ -133,6 +141,14 @@ class LabPlan:
     prefixlen: int
     nodes: list[NodePlan]
     links: list[MeshLink]
+    fabric_ports: int = 1
+    fabric: str = "shared"
+
+    def fabric_bridges(self) -> list[str]:
+        """The switched fabric's bridge of each port, in port order (one name for all when shared)."""
+        if self.topology != "switched":
+            return []
+        return [fabric_bridge(self.lab, self.fabric, k) for k in range(self.fabric_ports)]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -143,6 +159,9 @@ class LabPlan:
             "prefixlen": self.prefixlen,
             "mgmt_bridge": mgmt_bridge(self.lab),
             "fabric_bridge": fabric_bridge(self.lab) if self.topology == "switched" else None,
+            "fabric_bridges": self.fabric_bridges(),
+            "fabric_ports": self.fabric_ports,
+            "fabric": self.fabric,
             "cabled": self.topology in CABLED,
             "nodes": [vars(n) for n in self.nodes],
             "links": [vars(link) for link in self.links],
@@ -150,9 +169,27 @@ class LabPlan:
 
 
 def make_plan(
-    lab: str, nodes: list[str], topology: str, mgmt_cidr: str, switches: list[str] | None = None
+    lab: str,
+    nodes: list[str],
+    topology: str,
+    mgmt_cidr: str,
+    switches: list[str] | None = None,
+    fabric_ports: int = 1,
+    fabric: str = "shared",
 ) -> LabPlan:
     check_lab_name(lab)
+    if fabric not in FABRICS:
+        raise LabError(f"fabric {fabric!r} is not one of {', '.join(FABRICS)}")
+    if not 1 <= fabric_ports <= MAX_FABRIC_PORTS:
+        raise LabError(f"fabric port count {fabric_ports} is out of range 1..{MAX_FABRIC_PORTS}")
+    if topology != "switched" and (fabric_ports, fabric) != (1, "shared"):
+        raise LabError(
+            f"fabric ports and rails are for a switched lab; topology {topology} has its own cables"
+        )
+    if topology == "switched" and fabric == "rails" and len(switches or []) > fabric_ports:
+        raise LabError(
+            f"{len(switches or [])} switches for {fabric_ports} rails: one switch per rail at the most"
+        )
     switches = list(switches or [])
     for sw in switches:
         if not NODE_PREFIX_RE.match(sw):
@@ -214,11 +251,26 @@ def make_plan(
                 for ifname in (value if isinstance(value, list) else [value])
             }
     else:
+        ports = [f"data{k}" for k in range(fabric_ports)]
         for p in plans:
-            p.ports = {"fabric": "data0"}
-            p.macs = {"data0": stable_mac(lab, p.name, "data0")}
+            p.ports = {"fabric": ports[0] if fabric_ports == 1 else list(ports)}
+            p.macs = {port: stable_mac(lab, p.name, port) for port in ports}
+    cluster = list(plans)
     plans += [member(sw, SWITCH_INDEX_BASE + k, "switch") for k, sw in enumerate(switches, start=1)]
-    return LabPlan(lab, topology, str(net), host_ip, net.prefixlen, plans, links)
+    for k, sw_plan in enumerate(plans[len(cluster) :]):
+        sw_plan.faces = switch_faces(cluster, topology, fabric_ports, fabric, k)
+    return LabPlan(lab, topology, str(net), host_ip, net.prefixlen, plans, links, fabric_ports, fabric)
+
+
+def switch_faces(cluster: list[NodePlan], topology: str, ports: int, fabric: str, k: int) -> list[list[str]]:
+    """What switch K's ports face, in order: on a rails fabric, rail K's port of every node; on a shared
+    fabric every port of every node; in a cabled lab (its switch a QoS stand-in beside direct cables) one port
+    per node."""
+    if topology != "switched":
+        return [[node.name, ""] for node in cluster]
+    if fabric == "rails":
+        return [[node.name, f"data{k}"] for node in cluster]
+    return [[node.name, f"data{port}"] for node in cluster for port in range(ports)]
 
 
 def cabling(plans: list[NodePlan], topology: str) -> list[MeshLink]:
@@ -247,8 +299,8 @@ def mesh_alias(lab: str, link: MeshLink) -> str:
     return f"{lab}:mesh:{link.a}:{link.a_if}-{link.b}:{link.b_if}"
 
 
-def fabric_alias(lab: str, node: str) -> str:
-    return f"{lab}:fabric:{node}:data0"
+def fabric_alias(lab: str, node: str, port: str = "data0") -> str:
+    return f"{lab}:fabric:{node}:{port}"
 
 
 def mgmt_alias(lab: str, node: str) -> str:

@@ -20,6 +20,8 @@ the ``netconf*`` modules talk to the device; the payloads and the comparison are
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -57,6 +59,16 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.switch_payload
 # After the confirmed commit: the read-back, the new management session and the confirm may each take up to
 # one reply timeout, beside the hold.
 REPLIES_AFTER_COMMIT = 3
+# A test hook (tests/switch_qos/run.py): with RDMAOPS_SWITCH_QOS_PAUSE=verified in its environment (the module
+# runs on the controller), the module stops itself (SIGSTOP) once the confirmed commit is read back and
+# verified, before the hold and the management check: a test makes its fault in that moment, then SIGCONT.
+PAUSE_ENV = "RDMAOPS_SWITCH_QOS_PAUSE"
+
+
+def pause_if_asked(point: str) -> None:
+    """Stop this process at POINT when the test hook names it."""
+    if os.environ.get(PAUSE_ENV, "") == point:
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def timing_errors(confirm_timeout: Any, hold_before_confirm: Any, timeout: Any) -> list[str]:
@@ -230,6 +242,7 @@ def _verify(run: Change, hold: float) -> None:
         raise NetconfQosError(
             f"after the confirmed commit, running differs from what was sent ({'; '.join(diff)})"
         )
+    pause_if_asked("verified")
     if hold > 0:
         time.sleep(hold)
     try:

@@ -27,6 +27,8 @@ def _check(**over: Any) -> dict[str, Any]:
         "topology": "mesh",
         "node_prefix": "node",
         "switches": [],
+        "fabric_ports": 1,
+        "fabric": "shared",
         "mgmt_cidr": "10.94.0.0/24",
         "inventory_dir": "inventories/misc",
         "inventory_path": "/work/inventories/misc",
@@ -130,3 +132,34 @@ def test_digests_the_lab_code_for_present(tmp_path: Path) -> None:
     (tmp_path / "plugins" / "main.yml").write_text("changed")
     assert _check(code_root=str(tmp_path))["plan"]["code_digest"] != first
     assert _check(code_root=str(tmp_path / "nowhere"))["errors"][0].startswith("source_digest:")
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"topology": "switched", "fabric_ports": 9}, "lab_fabric_ports=9: use a whole number from 1 to 8"),
+        (
+            {"topology": "switched", "fabric_ports": "two"},
+            "lab_fabric_ports=two: use a whole number from 1 to 8",
+        ),
+        ({"topology": "switched", "fabric": "leaf"}, "lab_fabric=leaf: use shared or rails"),
+        ({"fabric_ports": 2}, "lab_fabric_ports=2 and lab_fabric=shared are for lab_topology=switched"),
+        (
+            {"topology": "switched", "fabric_ports": 2, "fabric": "rails", "switches": ["sw1", "sw2", "sw3"]},
+            "3 switches for 2 rails: one switch per rail at the most",
+        ),
+    ],
+)
+def test_fabric_settings_are_checked(over: dict[str, Any], message: str) -> None:
+    assert any(message in e for e in _check(**over)["errors"]), _check(**over)["errors"]
+
+
+def test_a_switched_lab_with_two_rails_plans_them() -> None:
+    out = _check(topology="switched", fabric_ports="2", fabric="rails", switches=["sw1", "sw2"])
+    assert out["errors"] == []
+    net = out["plan"]["network"]
+    assert (net["fabric_ports"], net["fabric"], net["fabric_bridges"]) == (
+        2,
+        "rails",
+        ["misc-dbr", "misc-dbr1"],
+    )

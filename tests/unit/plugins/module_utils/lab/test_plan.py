@@ -184,3 +184,59 @@ def test_rails_two_cables_listed_in_the_same_order_at_both_ends() -> None:
     ]
     assert [n.ports for n in plan.nodes] == [{"node2": ["data0", "data1"]}, {"node1": ["data0", "data1"]}]
     assert plan.as_dict()["cabled"] is True
+
+
+@pytest.mark.parametrize("fabric", ["shared", "rails"])
+def test_switched_plan_with_several_ports(fabric: str) -> None:
+    plan = lab_plan.make_plan(
+        "lab", ["node1", "node2", "node3"], "switched", "10.99.0.0/24", ["sw1", "sw2"], 2, fabric
+    )
+    nodes = [n for n in plan.nodes if n.role == "node"]
+    assert all(
+        n.ports == {"fabric": ["data0", "data1"]} and sorted(n.macs) == ["data0", "data1"] for n in nodes
+    )
+    # the first port keeps the one-port lab's names: a lab grown from one port renames nothing
+    assert (
+        lab_plan.fabric_host_ifname("lab", 2, 0) == "lab-d2"
+        and lab_plan.fabric_host_ifname("lab", 2, 1) == "lab-d2b"
+    )
+    switches = {n.name: n.faces for n in plan.nodes if n.role == "switch"}
+    if fabric == "rails":
+        assert plan.fabric_bridges() == ["lab-dbr", "lab-dbr1"]
+        assert switches == {
+            "sw1": [["node1", "data0"], ["node2", "data0"], ["node3", "data0"]],
+            "sw2": [["node1", "data1"], ["node2", "data1"], ["node3", "data1"]],
+        }
+    else:
+        assert plan.fabric_bridges() == ["lab-dbr", "lab-dbr"]
+        assert (
+            switches["sw1"]
+            == switches["sw2"]
+            == [[f"node{i}", f"data{k}"] for i in (1, 2, 3) for k in (0, 1)]
+        )
+    assert plan.as_dict()["fabric_bridges"] == plan.fabric_bridges()
+
+
+def test_fabric_port_names_fit_the_kernel_limit_at_the_largest_lab() -> None:
+    names = [
+        lab_plan.fabric_host_ifname("abcdefghij", i, k)
+        for i in (1, 32)
+        for k in range(lab_plan.MAX_FABRIC_PORTS)
+    ]
+    assert max(len(n) for n in names) <= lab_plan.IFNAMSIZ and len(set(names)) == len(names)
+    assert lab_plan.fabric_bridge("abcdefghij", "rails", 7) == "abcdefghij-dbr7"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("mesh", [], 2, "shared"), "fabric ports and rails are for a switched lab"),
+        (("switched", [], 9, "shared"), "fabric port count 9 is out of range 1..8"),
+        (("switched", [], 2, "leaf"), "fabric 'leaf' is not one of shared, rails"),
+        (("switched", ["sw1", "sw2"], 1, "rails"), "2 switches for 1 rails"),
+    ],
+)
+def test_bad_fabrics_are_refused(args: tuple[str, list[str], int, str], message: str) -> None:
+    topology, switches, ports, fabric = args
+    with pytest.raises(lab_plan.LabError, match=message):
+        lab_plan.make_plan("lab", ["node1", "node2"], topology, "10.99.0.0/24", switches, ports, fabric)

@@ -6,6 +6,8 @@ models' defaults. The lab runs the same flow against netconfd (tests/switch_qos/
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +193,27 @@ def test_a_named_with_defaults_mode_the_switch_lacks_is_refused_before_any_chang
     assert ops(server) == ["hello", "close-session"] and not committed(server)
     p.with_defaults = "trim"
     assert apply(Server(XE_FACTORY, basic_mode="explicit", also=("trim",)), tmp_path, p).changed
+
+
+def test_the_test_hook_stops_the_module_after_the_verified_commit_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RDMAOPS_SWITCH_QOS_PAUSE=verified: one SIGSTOP to itself, once the commit is read back and verified
+    and before the management session (the lab's switch cases make their fault there)."""
+    stops: list[tuple[int, int, list[str], int]] = []
+    server = Server(XE_FACTORY)
+
+    def kill(pid: int, sig: int) -> None:
+        stops.append((pid, sig, ops(server), len(server.sessions)))
+
+    monkeypatch.setattr(nq.os, "kill", kill)
+    apply(server, tmp_path)
+    assert stops == []  # unset: never
+    monkeypatch.setenv(nq.PAUSE_ENV, "verified")
+    server = Server(XE_FACTORY)
+    apply(server, tmp_path)
+    assert [(pid, sig) for pid, sig, _, _ in stops] == [(os.getpid(), signal.SIGSTOP)]
+    _, _, seen, sessions = stops[0]
+    # the commit read back on the first session; the management check's session not opened yet
+    assert seen[-2:] == ["commit confirmed", "get-config running"] and sessions == 1
+    assert len(server.sessions) == 2 and committed(server)
