@@ -73,7 +73,13 @@ def lab_group_vars() -> dict[str, Any]:
     context = {
         **lab,
         "lab_name": "mol",
-        "lab_plan": {"topology": "mesh", "mgmt_cidr": "10.98.0.0/24", "mgmt_host_ip": "10.98.0.1"},
+        "lab_plan": {
+            "topology": "mesh",
+            "fabric": "shared",
+            "fabric_ports": 1,
+            "mgmt_cidr": "10.98.0.0/24",
+            "mgmt_host_ip": "10.98.0.1",
+        },
     }
     text = jinja2.Template(template, undefined=jinja2.StrictUndefined).render(context)
     return yaml.safe_load(text)
