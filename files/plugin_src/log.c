@@ -45,8 +45,13 @@ int mesh_config_load(struct mesh_config *cfg, char *err, size_t errlen) {
   if (env_int("NCCL_MESH_NSOCKS", 4, 1, MESH_MAX_SOCKS, &cfg->nsocks, err, errlen) != 0 ||
       env_int("NCCL_MESH_DEBUG", 0, 0, 2, &cfg->debug, err, errlen) != 0 ||
       env_int("NCCL_MESH_GID_INDEX", -1, -1, 65535, &cfg->gid_index, err, errlen) != 0 ||
-      env_int("NCCL_MESH_CONNECT_TIMEOUT_MS", 30000, 100, 3600000, &cfg->connect_timeout_ms, err, errlen) != 0)
+      env_int("NCCL_MESH_CONNECT_TIMEOUT_MS", 30000, 100, 3600000, &cfg->connect_timeout_ms, err, errlen) != 0 ||
+      env_int("NCCL_MESH_CABLE_TIMEOUT_MS", 10000, 0, 3600000, &cfg->cable_timeout_ms, err, errlen) != 0)
     return -1;
+  if (cfg->cable_timeout_ms > 0 && cfg->cable_timeout_ms < 1000) {
+    snprintf(err, errlen, "NCCL_MESH_CABLE_TIMEOUT_MS=%d: expected 0 (never) or 1000..3600000", cfg->cable_timeout_ms);
+    return -1;
+  }
   int tc = -1;
   if (getenv("NCCL_MESH_TC") != NULL) {
     if (env_int("NCCL_MESH_TC", -1, 0, 255, &tc, err, errlen) != 0) return -1;

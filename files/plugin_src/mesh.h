@@ -28,6 +28,7 @@ struct mesh_config {
   int gid_index;                 /* NCCL_MESH_GID_INDEX, -1 = automatic */
   int traffic_class;             /* NCCL_MESH_TC, else NCCL_IB_TC, else -1 */
   int connect_timeout_ms;        /* NCCL_MESH_CONNECT_TIMEOUT_MS */
+  int cable_timeout_ms;          /* NCCL_MESH_CABLE_TIMEOUT_MS: a lost cable ends its connections, 0 = never */
   uint32_t node_addr;            /* NCCL_MESH_NODE_ADDR: this node's routed address, 0 = none */
   char ifname[256];              /* NCCL_MESH_IFNAME: interface filter (NCCL_SOCKET_IFNAME syntax) */
   char sysfs_root[256];          /* NCCL_MESH_SYSFS_ROOT (tests), default /sys */
@@ -179,6 +180,47 @@ uint64_t mesh_random64(void);
 int mesh_send_some(int fd, const void *buf, size_t len, size_t *done);
 int mesh_recv_some(int fd, void *buf, size_t len, size_t *done);
 
+/* ---- a lost cable: cable.c ---- */
+enum mesh_link { MESH_LINK_UNKNOWN = 0, MESH_LINK_UP, MESH_LINK_ADMIN_DOWN, MESH_LINK_NO_CARRIER, MESH_LINK_GONE };
+/* An interface's state from its sysfs directory (present or not) and the texts of its flags (hex), operstate
+ * and carrier files (NULL: unreadable, as carrier is while the interface is down). */
+int mesh_link_classify(int present, const char *flags, const char *operstate, const char *carrier);
+/* The state of ifname below <sysfs_root>/class/net (an address label such as eth0:1 reads eth0). */
+int mesh_link_state(const char *sysfs_root, const char *ifname);
+const char *mesh_link_state_text(int state);
+/* "cable data1 (192.168.100.5 -> 192.168.100.6)"; a node route: "the routed path 10.255.0.1 -> 10.255.0.3
+ * (node addresses)". */
+void mesh_cable_name(const struct mesh_route *r, char *out, size_t len);
+/* TCP keepalive that ends a socket whose peer answers nothing for timeout_ms (rounded up to whole seconds)
+ * plus 2 s: idle + cnt * intvl, each at least 1 s. */
+void mesh_keepalive_plan(int timeout_ms, int *idle_s, int *intvl_s, int *cnt);
+int mesh_keepalive_set(int fd, int timeout_ms);
+/* A condition that must hold without a break: the ms it has held so far (0 when it does not hold now). */
+struct mesh_stall {
+  int active;
+  int64_t since_ms;
+};
+int64_t mesh_stall_update(struct mesh_stall *s, int bad, int64_t now_ms);
+/* TCP_INFO's signs of a peer that answers nothing: a retransmission of unacknowledged data, or two window
+ * probes in a row unanswered. */
+int mesh_ack_silent(unsigned retransmits, unsigned probes, unsigned unacked);
+/* One socket's watch: its cable's interface not up, and data without acknowledgement, each for timeout_ms. */
+struct mesh_sock_watch {
+  int link_watched; /* the interface was visible at the start */
+  struct mesh_stall link;
+  struct mesh_stall ack;
+  uint64_t bytes_acked;
+};
+void mesh_sock_watch_start(struct mesh_sock_watch *w, const struct mesh_route *r, const char *sysfs_root);
+/* 1 with why ("cable ... lost: ... for 10.0 s") when the cable counts as lost, else 0. */
+int mesh_sock_watch_check(struct mesh_sock_watch *w, int fd, const struct mesh_route *r, const char *sysfs_root,
+                          int timeout_ms, int64_t now_ms, char *why, size_t len);
+/* What a connection's watch needs from the configuration. */
+struct mesh_cable_opts {
+  int timeout_ms; /* 0: no watch, no keepalive */
+  const char *sysfs_root;
+};
+
 /* ---- the TCP data path: tcp.c ---- */
 #define MESH_TCP_RING 64
 #define MESH_TCP_MIN_SLICE (64 * 1024)
@@ -188,11 +230,15 @@ struct mesh_tcp_request;
 int mesh_tcp_nslices(size_t size, int nsocks);
 /* Slice j of a message of `size` bytes over nsocks sockets (len 0 past the last). */
 void mesh_tcp_slice(size_t size, int nsocks, int j, size_t *offset, size_t *len);
-struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, int nsocks, const char *desc, char *err,
+/* Socket j travels over routes[j] (named in its errors, its cable watched while a request waits). */
+struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, const struct mesh_route *routes, int nsocks,
+                                           const char *desc, const struct mesh_cable_opts *opts, char *err,
                                            size_t errlen);
 /* 0 and *req (NULL when the ring is full: retry later), -1 on a broken comm. */
 int mesh_tcp_post(struct mesh_tcp_comm *c, void *data, size_t size, int tag, struct mesh_tcp_request **req);
-/* 0 with done and size set, -1 with err when the request failed. */
+/* Why a broken comm failed. */
+void mesh_tcp_comm_error(struct mesh_tcp_comm *c, char *err, size_t errlen);
+/* 0 with done and size set, -1 with err when the request failed (or its connection's cable is lost). */
 int mesh_tcp_test(struct mesh_tcp_request *r, int *done, size_t *size, char *err, size_t errlen);
 void mesh_tcp_comm_destroy(struct mesh_tcp_comm *c);
 
@@ -234,9 +280,10 @@ struct mesh_verbs_request;
 struct mesh_verbs_mr;
 
 /* Connector side: the OOB socket is connected (fd); exchange QP data with the peer. */
+/* A connection whose port is not ACTIVE for cable_timeout_ms (0: never) while a request waits ends. */
 struct mesh_verbs_conn *mesh_verbs_conn_start(int is_send, int fd, const struct mesh_nic *nic,
-                                              const struct mesh_route *route, int traffic_class, char *err,
-                                              size_t errlen);
+                                              const struct mesh_route *route, int traffic_class,
+                                              int cable_timeout_ms, char *err, size_t errlen);
 /* 1 done (*comm set), 0 again, -1 error; frees the conn on 1 and -1. */
 int mesh_verbs_conn_progress(struct mesh_verbs_conn *vc, struct mesh_verbs_comm **comm, char *err, size_t errlen);
 void mesh_verbs_conn_abort(struct mesh_verbs_conn *vc);

@@ -153,7 +153,9 @@ static mesh_abi_result_t do_init(mesh_abi_logger_t logger) {
       if (s > g_speed) g_speed = s;
     }
     if (g_speed == 0) g_speed = 10000;
-    mesh_info("backend tcp, %d sockets per connection, addresses: %s; node address %s", g_cfg.nsocks, locals, node);
+    mesh_info("backend tcp, %d sockets per connection, addresses: %s; node address %s; a cable lost for %d ms ends "
+              "its connections",
+              g_cfg.nsocks, locals, node, g_cfg.cable_timeout_ms);
   } else {
     char path[512];
     snprintf(path, sizeof(path), "%s/class/infiniband/%s/device", g_cfg.sysfs_root, g_nics[0].dev);
@@ -312,6 +314,11 @@ static void peer_list(const struct mesh_handle *h, char *out, size_t len) {
   snprintf(out + used, len - used, "; node address %s", n);
 }
 
+static struct mesh_cable_opts cable_opts(void) {
+  struct mesh_cable_opts o = {g_cfg.cable_timeout_ms, g_cfg.sysfs_root};
+  return o;
+}
+
 static struct mesh_comm *new_comm(int is_send) {
   struct mesh_comm *c = calloc(1, sizeof(*c));
   if (c) {
@@ -415,8 +422,11 @@ static mesh_abi_result_t do_connect(int dev, void *handle, void **send_comm) {
     if (p == 0) return MESH_ABI_SUCCESS;
     if (st->backend == MESH_BACKEND_TCP) {
       mesh_routes_desc(st->plan.routes, st->plan.nroutes, desc, sizeof(desc));
+      struct mesh_route routes[MESH_MAX_SOCKS];
+      for (int i = 0; i < st->conn.nsocks; i++) routes[i] = st->conn.routes[i % st->conn.nroutes];
+      struct mesh_cable_opts opts = cable_opts();
       struct mesh_comm *c = new_comm(1);
-      if (c) c->tcp = mesh_tcp_comm_create(1, st->conn.fds, st->conn.nsocks, desc, err, sizeof(err));
+      if (c) c->tcp = mesh_tcp_comm_create(1, st->conn.fds, routes, st->conn.nsocks, desc, &opts, err, sizeof(err));
       if (c == NULL || c->tcp == NULL) {
         mesh_warn("connect: %s", c ? err : "out of memory");
         free(c);
@@ -427,8 +437,8 @@ static mesh_abi_result_t do_connect(int dev, void *handle, void **send_comm) {
       *send_comm = c;
       goto finish;
     }
-    st->vc = mesh_verbs_conn_start(1, st->conn.fds[0], &st->nic, &st->plan.routes[0], g_cfg.traffic_class, err,
-                                   sizeof(err));
+    st->vc = mesh_verbs_conn_start(1, st->conn.fds[0], &st->nic, &st->plan.routes[0], g_cfg.traffic_class,
+                                   g_cfg.cable_timeout_ms, err, sizeof(err));
     if (st->vc == NULL) {
       mesh_warn("connect: %s", err);
       rc = MESH_ABI_SYSTEM_ERROR;
@@ -494,19 +504,19 @@ static mesh_abi_result_t do_accept(void *listen_comm, void **recv_comm) {
     struct mesh_route route;
     route_of_socket(fds[0], &route);
     if (l->backend == MESH_BACKEND_TCP) {
-      struct mesh_route routes[MESH_MAX_SOCKS];
+      struct mesh_route routes[MESH_MAX_SOCKS], per_sock[MESH_MAX_SOCKS];
       int nr = 0;
       for (int i = 0; i < n; i++) { /* one entry per cable the sockets came in on */
-        struct mesh_route r;
-        route_of_socket(fds[i], &r);
+        route_of_socket(fds[i], &per_sock[i]);
         int dup = 0;
-        for (int k = 0; k < nr; k++) dup |= routes[k].local == r.local && routes[k].peer == r.peer;
-        if (!dup) routes[nr++] = r;
+        for (int k = 0; k < nr; k++) dup |= routes[k].local == per_sock[i].local && routes[k].peer == per_sock[i].peer;
+        if (!dup) routes[nr++] = per_sock[i];
       }
       mesh_routes_desc(routes, nr, desc, sizeof(desc));
       mesh_info("accept: %s, %d sockets over %d route%s", desc, n, nr, nr > 1 ? "s" : "");
+      struct mesh_cable_opts opts = cable_opts();
       struct mesh_comm *c = new_comm(0);
-      if (c) c->tcp = mesh_tcp_comm_create(0, fds, n, desc, err, sizeof(err));
+      if (c) c->tcp = mesh_tcp_comm_create(0, fds, per_sock, n, desc, &opts, err, sizeof(err));
       if (c == NULL || c->tcp == NULL) {
         mesh_warn("accept: %s", c ? err : "out of memory");
         free(c);
@@ -529,7 +539,8 @@ static mesh_abi_result_t do_accept(void *listen_comm, void **recv_comm) {
     }
     route.prefix = g_nics[ni].prefix;
     snprintf(route.ifname, sizeof(route.ifname), "%s", g_nics[ni].netdev);
-    l->vc = mesh_verbs_conn_start(0, fds[0], &g_nics[ni], &route, g_cfg.traffic_class, err, sizeof(err));
+    l->vc = mesh_verbs_conn_start(0, fds[0], &g_nics[ni], &route, g_cfg.traffic_class, g_cfg.cable_timeout_ms, err,
+                                  sizeof(err));
     if (l->vc == NULL) {
       mesh_warn("accept: %s", err);
       close(fds[0]);
@@ -598,7 +609,11 @@ static mesh_abi_result_t post(struct mesh_comm *c, void *data, size_t size, int 
   if (c->backend == MESH_BACKEND_TCP) {
     struct mesh_tcp_request *r = NULL;
     rc = mesh_tcp_post(c->tcp, data, size, tag, &r);
-    if (rc != 0) snprintf(err, sizeof(err), "the connection failed before");
+    if (rc != 0) {
+      char why[MESH_ERRLEN];
+      mesh_tcp_comm_error(c->tcp, why, sizeof(why));
+      snprintf(err, sizeof(err), "the connection failed before: %s", why);
+    }
     *request = r;
   } else {
     struct mesh_verbs_request *r = NULL;

@@ -7,6 +7,9 @@
  * offset, length, tag) and its bytes.  Sockets without a slice of a message carry nothing for it, and a
  * receiving thread places every slice by its header alone, so the sockets never wait for one another.
  * Requests complete in the order they were posted, as NCCL expects of one comm.
+ * A lost cable (cable.c) ends the comm with an error naming it: while a request waits and the comm has made no
+ * progress since the last look (at most every WATCH_PERIOD_MS, from test), each socket's cable is watched;
+ * keepalive, tuned to the same bound, ends a socket whose peer answers nothing.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -22,6 +25,7 @@
 
 #define HDR_BYTES 40
 #define HDR_MAGIC "MSHD"
+#define WATCH_PERIOD_MS 200
 
 struct mesh_tcp_request {
   struct mesh_tcp_comm *comm;
@@ -72,6 +76,14 @@ struct mesh_tcp_comm {
   atomic_int broken;
   char error[MESH_ERRLEN]; /* first failure; written once under mu before broken is set */
   char desc[MESH_ERRLEN];
+  struct mesh_route routes[MESH_MAX_SOCKS]; /* socket j's */
+  int timeout_ms;                           /* NCCL_MESH_CABLE_TIMEOUT_MS, 0: no watch */
+  char sysfs_root[256];
+  _Atomic uint64_t progress; /* slices handed to the kernel or placed: the comm moves */
+  atomic_int watching;       /* one caller of test watches at a time; the fields below are its */
+  uint64_t watched_progress;
+  int64_t next_watch_ms;
+  struct mesh_sock_watch watch[MESH_MAX_SOCKS];
   struct mesh_tcp_request reqs[MESH_TCP_RING];
 };
 
@@ -145,7 +157,7 @@ static int recv_all(int fd, void *buf, size_t len) {
 static void fail(struct mesh_tcp_comm *c, struct mesh_tcp_request *r, int quiet, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void fail(struct mesh_tcp_comm *c, struct mesh_tcp_request *r, int quiet, const char *fmt, ...) {
-  char what[MESH_ERRLEN / 2];
+  char what[MESH_ERRLEN];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(what, sizeof(what), fmt, ap);
@@ -161,6 +173,20 @@ static void fail(struct mesh_tcp_comm *c, struct mesh_tcp_request *r, int quiet,
   pthread_mutex_unlock(&c->mu);
   if (r != NULL) atomic_store(&r->failed, 1);
   if (!quiet) mesh_warn("%s", c->error);
+}
+
+/* A socket's error, with its cable: a keepalive that timed out is a lost cable. */
+static void sock_error(const struct mesh_tcp_comm *c, int j, int e, char *out, size_t len) {
+  char cable[MESH_ERRLEN / 4];
+  mesh_cable_name(&c->routes[j], cable, sizeof(cable));
+  if (e == ETIMEDOUT && c->timeout_ms > 0) {
+    int idle, intvl, cnt;
+    mesh_keepalive_plan(c->timeout_ms, &idle, &intvl, &cnt);
+    snprintf(out, len, "%s lost: the peer answered no TCP keepalive for %d s (%s), socket %d of %d", cable,
+             idle + cnt * intvl, strerror(e), j, c->nsocks);
+  } else
+    snprintf(out, len, "socket %d of %d on %s: %s", j, c->nsocks, cable,
+             e ? strerror(e) : "the peer closed the connection");
 }
 
 static void *send_main(struct worker *w) {
@@ -187,9 +213,12 @@ static void *send_main(struct worker *w) {
     put64(hdr + 24, (uint64_t)t.off);
     put64(hdr + 32, (uint64_t)t.len);
     if (send_slice(w->fd, hdr, (const char *)r->data + t.off, t.len) != 0) {
-      fail(c, r, 0, "socket %d of %d: %s after posting %zu bytes", w->j, c->nsocks, strerror(errno), r->size);
+      char why[MESH_ERRLEN / 2];
+      sock_error(c, w->j, errno, why, sizeof(why));
+      fail(c, r, 0, "%s, after posting %zu bytes", why, r->size);
       return NULL;
     }
+    atomic_fetch_add(&c->progress, 1);
     atomic_fetch_sub(&r->remaining, 1);
   }
 }
@@ -207,9 +236,11 @@ static void *recv_main(struct worker *w) {
       }
       if (n < 0 && errno == EINTR) continue;
       int closed = n == 0 || errno == ECONNRESET;
-      if (!atomic_load(&c->closing))
-        fail(c, NULL, closed && got == 0, "socket %d of %d: %s while waiting for a message", w->j, c->nsocks,
-             closed ? "the peer closed the connection" : strerror(errno));
+      if (!atomic_load(&c->closing)) {
+        char why[MESH_ERRLEN / 2];
+        sock_error(c, w->j, closed ? 0 : errno, why, sizeof(why));
+        fail(c, NULL, closed && got == 0, "%s, while waiting for a message", why);
+      }
       return NULL;
     }
     uint64_t seq = get64(hdr + 8), size = get64(hdr + 16), off = get64(hdr + 24), len = get64(hdr + 32);
@@ -237,11 +268,14 @@ static void *recv_main(struct worker *w) {
       return NULL;
     }
     if (recv_all(w->fd, (char *)r->data + off, (size_t)len) != 0) {
-      if (!atomic_load(&c->closing))
-        fail(c, r, 0, "socket %d of %d: %s in a message of %llu bytes", w->j, c->nsocks, strerror(errno),
-             (unsigned long long)size);
+      if (!atomic_load(&c->closing)) {
+        char why[MESH_ERRLEN / 2];
+        sock_error(c, w->j, errno, why, sizeof(why));
+        fail(c, r, 0, "%s, in a message of %llu bytes", why, (unsigned long long)size);
+      }
       return NULL;
     }
+    atomic_fetch_add(&c->progress, 1);
     atomic_store(&r->msg_size, (size_t)size);
     atomic_fetch_add(&r->arrived, 1);
   }
@@ -252,7 +286,8 @@ static void *worker_main(void *arg) {
   return w->comm->is_send ? send_main(w) : recv_main(w);
 }
 
-struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, int nsocks, const char *desc, char *err,
+struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, const struct mesh_route *routes, int nsocks,
+                                           const char *desc, const struct mesh_cable_opts *opts, char *err,
                                            size_t errlen) {
   if (nsocks < 1 || nsocks > MESH_MAX_SOCKS) {
     snprintf(err, errlen, "%d sockets, expected 1..%d (%s)", nsocks, MESH_MAX_SOCKS, desc);
@@ -266,6 +301,8 @@ struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, int nsoc
   c->is_send = is_send;
   c->nsocks = nsocks;
   snprintf(c->desc, sizeof(c->desc), "%s", desc);
+  c->timeout_ms = opts->timeout_ms;
+  snprintf(c->sysfs_root, sizeof(c->sysfs_root), "%s", opts->sysfs_root);
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   for (int i = 0; i < MESH_TCP_RING; i++) {
@@ -278,6 +315,13 @@ struct mesh_tcp_comm *mesh_tcp_comm_create(int is_send, const int *fds, int nsoc
     w->j = j;
     w->fd = fds[j];
     mesh_set_blocking(fds[j], 1);
+    c->routes[j] = routes[j];
+    if (c->timeout_ms > 0) {
+      /* without it the receiving side, which sends no data, would never notice a silent peer */
+      if (mesh_keepalive_set(fds[j], c->timeout_ms) != 0)
+        mesh_warn("socket %d: TCP keepalive not set: %s (%s)", j, strerror(errno), desc);
+      mesh_sock_watch_start(&c->watch[j], &routes[j], c->sysfs_root);
+    }
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
   }
@@ -348,29 +392,63 @@ int mesh_tcp_post(struct mesh_tcp_comm *c, void *data, size_t size, int tag, str
   return 0;
 }
 
+void mesh_tcp_comm_error(struct mesh_tcp_comm *c, char *err, size_t errlen) {
+  pthread_mutex_lock(&c->mu);
+  snprintf(err, errlen, "%s", atomic_load(&c->broken) ? c->error : "no error");
+  pthread_mutex_unlock(&c->mu);
+}
+
+/* Called while a request waits: when the comm made no progress since the last look, each socket's cable. */
+static void watch(struct mesh_tcp_comm *c) {
+  if (c->timeout_ms <= 0 || atomic_load(&c->broken) || atomic_exchange(&c->watching, 1)) return;
+  int64_t now = mesh_now_ms();
+  if (now >= c->next_watch_ms) {
+    c->next_watch_ms = now + WATCH_PERIOD_MS;
+    uint64_t p = atomic_load(&c->progress);
+    if (p != c->watched_progress) { /* it moves: whatever was seen stalled is not */
+      c->watched_progress = p;
+      for (int j = 0; j < c->nsocks; j++) c->watch[j].link.active = c->watch[j].ack.active = 0;
+    } else {
+      char why[MESH_ERRLEN / 2];
+      for (int j = 0; j < c->nsocks; j++) {
+        if (mesh_sock_watch_check(&c->watch[j], c->w[j].fd, &c->routes[j], c->sysfs_root, c->timeout_ms, now, why,
+                                  sizeof(why))) {
+          fail(c, NULL, 0, "%s, seen on socket %d of %d", why, j, c->nsocks);
+          break;
+        }
+      }
+    }
+  }
+  atomic_store(&c->watching, 0);
+}
+
+/* 1 with *size when every slice of the request is sent (handed to the kernel) or placed. */
+static int request_done(const struct mesh_tcp_request *r, size_t *size) {
+  if (r->comm->is_send) {
+    if (atomic_load(&r->remaining) != 0) return 0;
+    *size = r->size;
+    return 1;
+  }
+  int a = atomic_load(&r->arrived);
+  size_t s = atomic_load(&r->msg_size);
+  if (a == 0 || a != mesh_tcp_nslices(s, r->comm->nsocks)) return 0;
+  *size = s;
+  return 1;
+}
+
 int mesh_tcp_test(struct mesh_tcp_request *r, int *done, size_t *size, char *err, size_t errlen) {
   struct mesh_tcp_comm *c = r->comm;
   *done = 0;
-  if (!atomic_load(&r->failed)) {
-    if (c->is_send) {
-      if (atomic_load(&r->remaining) == 0) {
-        *done = 1;
-        *size = r->size;
-      }
-    } else {
-      int a = atomic_load(&r->arrived);
-      size_t s = atomic_load(&r->msg_size);
-      if (a > 0 && a == mesh_tcp_nslices(s, c->nsocks)) {
-        *done = 1;
-        *size = s;
-      }
-    }
-    if (*done) {
-      r->used = 0;
-      return 0;
-    }
+  if (!atomic_load(&r->failed) && !request_done(r, size)) watch(c);
+  /* After broken is seen, look again: a thread counts its slice before it can break the comm, so a request
+   * whose last slice went through just before the peer closed is done, not failed. */
+  int broken = atomic_load(&r->failed) || atomic_load(&c->broken);
+  if (!atomic_load(&r->failed) && request_done(r, size)) {
+    *done = 1;
+    r->used = 0;
+    return 0;
   }
-  if (atomic_load(&r->failed) || atomic_load(&c->broken)) {
+  if (broken) {
     pthread_mutex_lock(&c->mu);
     snprintf(err, errlen, "%s", c->error);
     pthread_mutex_unlock(&c->mu);

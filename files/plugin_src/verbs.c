@@ -3,6 +3,9 @@
  * peer; the QP numbers, PSNs and GIDs travel over a TCP socket on that same subnet.  Messages are
  * RDMA SENDs into buffers the receiver posted (rnr_retry 7: a send waits for its receive); a
  * message longer than the posted buffer fails the receive (local length error), never overruns it.
+ * A lost cable: a send fails by itself (the QP's retries run out: its completion names the port's state),
+ * but a receive would wait for good, so while a request waits the port's state is read (at most every
+ * WATCH_PERIOD_MS): not ACTIVE for NCCL_MESH_CABLE_TIMEOUT_MS without a completion ends the connection.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #define RING 64
 #define INFO_BYTES 32
 #define MAX_MSG ((size_t)1 << 31) - 1
+#define WATCH_PERIOD_MS 200
 
 struct mesh_verbs_mr {
   struct ibv_mr *mr;
@@ -41,6 +45,10 @@ struct mesh_verbs_comm {
   uint16_t lid;
   int fd; /* the set-up socket, kept until close */
   uint64_t posted;
+  struct mesh_route route;
+  int timeout_ms; /* NCCL_MESH_CABLE_TIMEOUT_MS, 0: no watch */
+  struct mesh_stall port_stall;
+  int64_t next_watch_ms;
   int broken;
   char desc[MESH_ERRLEN];
   char error[MESH_ERRLEN];
@@ -67,8 +75,8 @@ static void comm_free(struct mesh_verbs_comm *c) {
 }
 
 struct mesh_verbs_conn *mesh_verbs_conn_start(int is_send, int fd, const struct mesh_nic *nic,
-                                              const struct mesh_route *route, int traffic_class, char *err,
-                                              size_t errlen) {
+                                              const struct mesh_route *route, int traffic_class,
+                                              int cable_timeout_ms, char *err, size_t errlen) {
   const struct mesh_verbs_ops *ops = mesh_verbs_ops_in_use();
   char nicname[MESH_STR * 2], gidname[MESH_STR * 2];
   snprintf(nicname, sizeof(nicname), "%s:%d", nic->dev, nic->port);
@@ -87,6 +95,8 @@ struct mesh_verbs_conn *mesh_verbs_conn_start(int is_send, int fd, const struct 
   c->nic = *nic;
   c->fd = fd;
   c->traffic_class = traffic_class;
+  c->route = *route;
+  c->timeout_ms = cable_timeout_ms;
   mesh_route_desc(route, nicname, gidname, c->desc, sizeof(c->desc));
   for (int i = 0; i < RING; i++) c->reqs[i].comm = c;
   const char *step = NULL;
@@ -320,6 +330,49 @@ static const char *wc_status_name(int s) {
   }
 }
 
+static const char *port_state_name(int s) {
+  switch (s) {
+    case IBV_PORT_NOP: return "NOP";
+    case IBV_PORT_DOWN: return "DOWN";
+    case IBV_PORT_INIT: return "INIT";
+    case IBV_PORT_ARMED: return "ARMED";
+    case IBV_PORT_ACTIVE: return "ACTIVE";
+    case IBV_PORT_ACTIVE_DEFER: return "ACTIVE_DEFER";
+    default: return "unknown";
+  }
+}
+
+/* The port's state: IBV_PORT_ACTIVE, another state, or -1 when it cannot be read. */
+static int port_state(struct mesh_verbs_comm *c) {
+  struct ibv_port_attr a;
+  memset(&a, 0, sizeof(a));
+  return c->ops->query_port(c->ctx, (uint8_t)c->nic.port, &a) == 0 ? (int)a.state : -1;
+}
+
+/* "cable enp1 (192.168.100.1 -> 192.168.100.2) lost: RDMA port mlx5_0:1 is DOWN" */
+static void port_lost(struct mesh_verbs_comm *c, int state, char *out, size_t len) {
+  char cable[MESH_ERRLEN / 4];
+  mesh_cable_name(&c->route, cable, sizeof(cable));
+  snprintf(out, len, "%s lost: RDMA port %s:%d is %s", cable, c->nic.dev, c->nic.port, port_state_name(state));
+}
+
+/* A request waits and no completion came: is the port still ACTIVE? */
+static void watch_port(struct mesh_verbs_comm *c, struct mesh_verbs_request *r) {
+  int64_t now = mesh_now_ms();
+  if (c->timeout_ms <= 0 || c->broken || now < c->next_watch_ms) return;
+  c->next_watch_ms = now + WATCH_PERIOD_MS;
+  int st = port_state(c);
+  int bad = st >= 0 && st != IBV_PORT_ACTIVE;
+  int64_t held = mesh_stall_update(&c->port_stall, bad, now);
+  if (!bad || held < c->timeout_ms) return;
+  char lost[MESH_ERRLEN / 2];
+  port_lost(c, st, lost, sizeof(lost));
+  snprintf(c->error, sizeof(c->error), "%s of %zu bytes: %s for %.1f s (%s)", c->is_send ? "send" : "receive",
+           r->size, lost, (double)held / 1000, c->desc);
+  c->broken = 1;
+  r->failed = 1;
+}
+
 int mesh_verbs_test(struct mesh_verbs_request *r, int *done, size_t *size, char *err, size_t errlen) {
   struct mesh_verbs_comm *c = r->comm;
   *done = 0;
@@ -330,21 +383,28 @@ int mesh_verbs_test(struct mesh_verbs_request *r, int *done, size_t *size, char 
       snprintf(err, errlen, "ibv_poll_cq failed (%s)", c->desc);
       return -1;
     }
+    if (n > 0) mesh_stall_update(&c->port_stall, 0, 0); /* completions: the port works */
     for (int i = 0; i < n; i++) {
       if (wc[i].wr_id >= RING) continue;
       struct mesh_verbs_request *q = &c->reqs[wc[i].wr_id];
       if (wc[i].status != IBV_WC_SUCCESS) {
         q->failed = 1;
-        if (!c->broken)
-          snprintf(c->error, sizeof(c->error), "%s of %zu bytes: work completion status %d, %s (%s)",
+        if (!c->broken) {
+          /* a pulled cable shows as retries run out: say what the port is now */
+          int st = port_state(c);
+          char lost[MESH_ERRLEN / 2] = "";
+          if (st >= 0 && st != IBV_PORT_ACTIVE) port_lost(c, st, lost, sizeof(lost));
+          snprintf(c->error, sizeof(c->error), "%s of %zu bytes: work completion status %d, %s%s%s (%s)",
                    c->is_send ? "send" : "receive", q->size, (int)wc[i].status, wc_status_name((int)wc[i].status),
-                   c->desc);
+                   lost[0] ? "; " : "", lost, c->desc);
+        }
         c->broken = 1;
       } else {
         q->done = 1;
         if (!c->is_send) q->size = wc[i].byte_len;
       }
     }
+    if (!r->done && !r->failed) watch_port(c, r);
   }
   if (r->failed) {
     snprintf(err, errlen, "%s", c->error);
@@ -362,9 +422,9 @@ void mesh_verbs_comm_destroy(struct mesh_verbs_comm *c) { comm_free(c); }
 
 #else /* built without infiniband/verbs.h */
 struct mesh_verbs_conn *mesh_verbs_conn_start(int is_send, int fd, const struct mesh_nic *nic,
-                                              const struct mesh_route *route, int traffic_class, char *err,
-                                              size_t errlen) {
-  (void)is_send, (void)fd, (void)nic, (void)route, (void)traffic_class;
+                                              const struct mesh_route *route, int traffic_class,
+                                              int cable_timeout_ms, char *err, size_t errlen) {
+  (void)is_send, (void)fd, (void)nic, (void)route, (void)traffic_class, (void)cable_timeout_ms;
   snprintf(err, errlen, "this build has no verbs backend");
   return NULL;
 }

@@ -24,6 +24,8 @@ description:
     C(NCCL_IB_GID_INDEX) is the RoCE v2 IPv4 GID index the ports share (not set on InfiniBand),
     C(NCCL_IB_DISABLE=0), C(NCCL_NET_GDR_LEVEL)."
   - "tcp: C(NCCL_IB_DISABLE=1)."
+  - "With two or more O(rails): rdma lists each rail's HCA in rail order and sets C(NCCL_CROSS_NIC=0); tcp
+    lists every rail's interface in C(NCCL_SOCKET_IFNAME)."
   - "both: C(NCCL_SOCKET_IFNAME) (C(=name), exact match), C(GLOO_SOCKET_IFNAME), and
     C(NCCL_IB_TC) = DSCP x 4 so RoCE traffic carries the DSCP the switches' QoS expects."
 positional: transport
@@ -33,7 +35,8 @@ options:
     type: str
     required: true
   socket_ifname:
-    description: The interface for bootstrap and socket traffic on this node.
+    description: The interface for bootstrap and socket traffic on this node (or comma-separated interfaces;
+      gloo takes the first).
     type: str
     required: true
   dscp:
@@ -47,12 +50,14 @@ options:
     required: true
   hca: {type: list, elements: str, default: []}
   gid_index: {type: int}
+  rails: {type: list, elements: str, default: []}
   extra:
     description: More variables, added last.
     type: dict
     default: {}
 extends_documentation_fragment:
   - rdmaops.cluster.rdma_ports
+  - rdmaops.cluster.nccl_rails
 """
 
 EXAMPLES = r"""
@@ -80,6 +85,7 @@ def nccl_env(
     hca: list[str] | None = None,
     gid_index: int | None = None,
     extra: dict[str, Any] | None = None,
+    rails: list[str] | None = None,
 ) -> dict[str, str]:
     # dscp and gdr_level have no default here: the nccl_env role's defaults own them.
     try:
@@ -92,6 +98,7 @@ def nccl_env(
             hca=hca,
             gid_index=gid_index,
             extra=extra,
+            rails=rails,
         )
     except env.NcclEnvError as exc:
         raise AnsibleFilterError(str(exc)) from exc

@@ -11,8 +11,8 @@ short_description: Check the nccl_env role's variables before anything on a node
 version_added: "0.2.0"
 description:
   - The validate phase of the rdmaops.cluster.nccl_env role, on the controller. Checks the socket interface
-    name, the shared O(roce_qos) numbers and that both file paths are absolute; fails with every problem in
-    one message, each naming its bad value.
+    name (or comma-separated names), the rails (distinct interface names), the shared O(roce_qos) numbers and
+    that both file paths are absolute; fails with every problem in one message, each naming its bad value.
   - Runs on the controller (an action plugin); changes nothing, the same in check mode.
 author:
   - Rdmaops Developers (@rdmaops)
@@ -21,6 +21,9 @@ options:
     description: Interface for NCCL bootstrap/socket traffic and gloo (C(nccl_env_socket_ifname)).
     type: raw
     required: true
+  rails:
+    type: raw
+    default: []
   roce_qos:
     description: The fabric's RoCE QoS numbers (this role reads C(dscp)).
     type: raw
@@ -35,6 +38,7 @@ options:
 extends_documentation_fragment:
   - rdmaops.cluster.phase
   - rdmaops.cluster.nccl_sockets
+  - rdmaops.cluster.nccl_rails
 """
 
 EXAMPLES = r"""
@@ -48,8 +52,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 errors:
-  description: Every bad NCCL setting (socket interface, RoCE QoS, thread counts, file paths), each naming the
-    role variable and its value; the task fails with them joined by C(; ).
+  description: Every bad NCCL setting (socket interface, rails, RoCE QoS, thread counts, file paths), each
+    naming the role variable and its value; the task fails with them joined by C(; ).
   returned: always
   type: list
   elements: str

@@ -15,8 +15,8 @@ description:
     both) and renders each file of O(files) - each comment as a C(# ) line, then one C(KEY=value) line per
     variable sorted by name - refusing a value that would not read back the same (a line break, surrounding
     blanks or quotes).
-  - Fails with the problem named (no ACTIVE port for rdma, differing GID indexes, a bad HCA name or GDR
-    level).
+  - Fails with the problem named (no ACTIVE port for rdma, a rail without an ACTIVE RDMA port, differing GID
+    indexes, a bad HCA name or GDR level).
   - Runs on the controller (an action plugin); changes nothing, the same in check mode.
 author:
   - Rdmaops Developers (@rdmaops)
@@ -38,6 +38,7 @@ options:
     default: ""
   hca: {type: list, elements: raw, default: []}
   gid_index: {type: raw}
+  rails: {type: list, elements: raw, default: []}
   net:
     description: Variables of the per-peer network choice (rdmaops.cluster.nccl_mesh_plugin's), before
       O(extra).
@@ -69,6 +70,7 @@ extends_documentation_fragment:
   - rdmaops.cluster.phase
   - rdmaops.cluster.nccl_sockets
   - rdmaops.cluster.rdma_ports
+  - rdmaops.cluster.nccl_rails
 """
 
 EXAMPLES = r"""

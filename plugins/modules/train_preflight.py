@@ -15,6 +15,8 @@ description:
     environment file and the state and IPv4 address of the interfaces it names, fingerprints of the recipe's
     input paths (sha256 of small files, size and mtime of large ones), whether the rendezvous port listens,
     the job's unit, free disk where the output goes, and the checkpoints already there.
+  - When C(nvidia-smi) is on the PATH it also reports C(nvidia-smi topo -m), for the GPU-to-NIC affinity in
+    the preflight notes.
   - The controller compares every node's report in one go (action
     M(rdmaops.cluster.train_plan)), so one run lists every problem with its node, value and fix.
 author:
@@ -114,6 +116,12 @@ rdma_ports:
   returned: always
   type: list
   elements: dict
+gpu_topology:
+  description:
+    - C(nvidia-smi topo -m)'s C(rc), C(stdout) and C(stderr); C(rc) 127 (the shell's "not found") when there
+      is no C(nvidia-smi) (a node without GPUs). The plan reads each GPU's nearest NIC from it.
+  returned: always
+  type: dict
 address:
   description: First IPv4 address of the first interface named there (what the other ranks dial), or empty.
   returned: always
@@ -158,6 +166,7 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.affinity import NOT_FOUND_RC
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.env_file import parse as parse_env_file
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma.sysfs import read_ports
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train.agent import parse_show
@@ -214,6 +223,12 @@ def main() -> None:
         result["versions"] = json.loads(out)
     # /proc/driver/nvidia/gpus has one entry per GPU the driver sees: no nvidia-smi, no torch needed.
     result["gpus"] = len(glob.glob("/proc/driver/nvidia/gpus/*"))
+    smi = module.get_bin_path("nvidia-smi")
+    if smi:
+        rc, out, err = module.run_command([smi, "topo", "-m"])
+        result["gpu_topology"] = {"rc": rc, "stdout": out, "stderr": err}
+    else:
+        result["gpu_topology"] = {"rc": NOT_FOUND_RC, "stdout": "", "stderr": "nvidia-smi: not found"}
 
     env: dict[str, str] = {}
     if os.path.isfile(p["env_file"]):

@@ -18,6 +18,9 @@ description:
     backend) where RDMA was configured (C(NCCL_IB_DISABLE) not 1), or when a net plugin was configured
     (C(NCCL_NET_PLUGIN)) and not loaded. A single-node run with no channel across the network passes, with a
     note when NCCL fell back to Socket."
+  - "On a fabric of several rails (O(fabrics), or the NCCL environment's HCAs in rail order) each channel gets
+    its NIC's rail, and a channel whose two ends are on different rails fails the verdict where
+    C(NCCL_CROSS_NIC=0) asked for rail-optimized channels (a note otherwise)."
   - Pure parsing on the controller; changes nothing. Use with C(delegate_to) localhost and C(run_once).
 author:
   - Rdmaops Developers (@rdmaops)
@@ -38,6 +41,16 @@ options:
     default: {}
   rdma_ports:
     description: Per node, its C(rdma_ports) (RDMA devices on each link's netdev face the same peer).
+    type: dict
+    default: {}
+  fabrics:
+    description:
+      - Per node, its fabric rails C(mesh_network_fabric) (each C(rail), C(name), C(ifname), C(address));
+        absent or empty on a mesh. A NIC on a rail's interface (or an RDMA device on that netdev) is on that
+        rail; without them the rails are the NCCL environment's C(NCCL_IB_HCA) entries (or
+        C(NCCL_SOCKET_IFNAME)'s exact names) in order, when it lists two or more.
+      - Each channel gets the rail of its NIC; a channel whose two ends are on different rails fails the
+        verdict where C(NCCL_CROSS_NIC=0) asked for rail-optimized channels, and is a note otherwise.
     type: dict
     default: {}
 attributes:
@@ -79,7 +92,8 @@ notes:
   elements: str
 channels:
   description: Every channel - C(node), C(rank), C(channel), C(peer_rank), C(peer_node), C(direction), C(via),
-    C(transport), C(nic), C(gid).
+    C(transport), C(nic), C(gid), C(rail) and C(peer_rail) (its NIC's rail and the other end's, empty without
+    rails), C(cross_rail).
   returned: always
   type: list
   elements: dict
@@ -121,6 +135,7 @@ def main() -> None:
             "env_files": {"type": "dict", "default": {}},
             "plans": {"type": "dict", "default": {}},
             "rdma_ports": {"type": "dict", "default": {}},
+            "fabrics": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
@@ -130,7 +145,7 @@ def main() -> None:
         for node, run in p["runs"].items()
     }
     envs = {node: _env(p["env_files"].get(node)) for node in logs}
-    expect = nccl_path.expectations(p["plans"], envs, p["rdma_ports"])
+    expect = nccl_path.expectations(p["plans"], envs, p["rdma_ports"], p["fabrics"])
     result = nccl_path.verdict(logs, expect)
     module.exit_json(changed=False, **result)
 

@@ -82,6 +82,12 @@ options:
         checked). The report gets a node health section over all nodes, with the driver and CUDA versions
         compared across them. Null when not checked.
     type: dict
+  affinity:
+    description:
+      - The GPU-to-NIC affinity section of M(rdmaops.cluster.verify_summary) (each GPU's nearest NIC,
+        whether a NIC NCCL uses is at PIX or PXB, warnings for a GPU whose nearest NIC is SYS). Its warnings
+        are listed in the report, not counted as failures. Null when not read.
+    type: dict
   health_mode:
     description:
       - V(fail) counts every failing health check (and a node not checked) as a failure; V(warn) lists them
@@ -178,6 +184,7 @@ def main() -> None:
             "qos": {"type": "dict"},
             "nccl_path": {"type": "dict"},
             "health": {"type": "dict"},
+            "affinity": {"type": "dict"},
             "health_mode": {"type": "str", "default": "fail", "choices": ["fail", "warn", "off"]},
             "health_severity": {"type": "dict", "default": {}},
         },
@@ -206,6 +213,7 @@ def main() -> None:
             else health_gate.evaluate(
                 params["health"], params["hosts"], params["health_mode"], params["health_severity"]
             ),
+            affinity=params["affinity"],
         )
     except TypeError as exc:
         module.fail_json(msg=f"unknown threshold: {exc}")

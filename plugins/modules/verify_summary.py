@@ -12,7 +12,9 @@ version_added: "0.1.0"
 description:
   - The summary phase of the rdmaops.cluster.verify role (an action plugin, run once) - the all-reduce's
     result from every node's command result (rank 0's JSON line, or every node that failed with its
-    reason), and the RoCE QoS section (switch ports and host ports side by side against C(roce_qos)).
+    reason), the RoCE QoS section (switch ports and host ports side by side against C(roce_qos)), and the
+    GPU-to-NIC affinity (each GPU's nearest NIC from C(nvidia-smi topo -m), whether a NIC NCCL uses is at PIX
+    or PXB, a warning for a GPU whose nearest NIC is SYS).
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -33,6 +35,16 @@ options:
     default: []
   qos_hosts:
     description: Node to what it said (C(env), C(links), C(ports), C(dcb)).
+    type: dict
+    default: {}
+  gpu_topology:
+    description:
+      - Node to its C(nvidia-smi topo -m) command result (C(rc), C(stdout), C(stderr)); C(rc) 127 means no
+        C(nvidia-smi) there. Empty - no affinity section.
+    type: dict
+    default: {}
+  nccl_envs:
+    description: Node to its NCCL environment (variable to value), for the NICs NCCL uses (C(NCCL_IB_HCA)).
     type: dict
     default: {}
 extends_documentation_fragment:
@@ -56,7 +68,8 @@ errors:
   type: list
   elements: str
 plan:
-  description: C(collective) (the all-reduce result, or null) and C(qos) (the QoS section, or null).
+  description: C(collective) (the all-reduce result, or null), C(qos) (the QoS section, or null) and
+    C(affinity) (the GPU-to-NIC affinity section, or null).
   returned: always
   type: dict
 """

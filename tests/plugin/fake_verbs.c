@@ -42,6 +42,7 @@ static struct ibv_device g_devs[MAXDEV];
 static struct ibv_device *g_list[MAXDEV + 1];
 static int g_ndev;
 static enum fake_fail g_fail;
+static int g_link_down;
 static struct fake_qp g_qps[MAXQP];
 static uint32_t g_next_qpn = 100;
 
@@ -51,6 +52,7 @@ void fake_verbs_reset(const char *devices, enum fake_fail fail) {
   memset(g_qps, 0, sizeof(g_qps));
   g_ndev = 0;
   g_fail = fail;
+  g_link_down = 0;
   const char *p = devices;
   while (p && *p && g_ndev < MAXDEV) {
     const char *c = strchr(p, ',');
@@ -84,7 +86,7 @@ static int f_close_device(struct ibv_context *ctx) {
 static int f_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *attr) {
   (void)ctx, (void)port;
   memset(attr, 0, sizeof(*attr));
-  attr->state = g_fail == FAKE_PORT_DOWN ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
+  attr->state = g_fail == FAKE_PORT_DOWN || g_link_down ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
   attr->active_mtu = IBV_MTU_1024;
   attr->link_layer = IBV_LINK_LAYER_ETHERNET;
   return 0;
@@ -185,9 +187,11 @@ static void complete(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st, e
   wc->byte_len = len;
 }
 
+void fake_verbs_link(int up) { g_link_down = !up; }
+
 /* Delivers the oldest waiting send of `src` into the oldest receive of `dst`. */
 static void deliver(struct fake_qp *src, struct fake_qp *dst) {
-  while (src->ns > 0 && dst->nr > 0) {
+  while (!g_link_down && src->ns > 0 && dst->nr > 0) {
     struct pending_send s = src->sends[0];
     struct posted_recv r = dst->recvs[0];
     memmove(src->sends, src->sends + 1, sizeof(s) * (size_t)--src->ns);
@@ -208,6 +212,10 @@ static int f_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
   if (qp->state != IBV_QPS_RTS || q->ns == QDEPTH) {
     *bad = wr;
     return 22;
+  }
+  if (g_link_down) { /* the retries (timeout 14, retry_cnt 7: about half a second) run out at once */
+    complete(qp->send_cq, wr->wr_id, IBV_WC_RETRY_EXC_ERR, IBV_WC_SEND, 0);
+    return 0;
   }
   struct pending_send s = {wr->wr_id, wr->num_sge ? (void *)(uintptr_t)wr->sg_list[0].addr : NULL,
                            wr->num_sge ? wr->sg_list[0].length : 0};

@@ -21,4 +21,7 @@ extern const struct mesh_verbs_ops fake_verbs_ops;
 extern struct fake_record fake_rec;
 /* Devices named in the comma-separated list; fail selects an injected failure. */
 void fake_verbs_reset(const char *devices, enum fake_fail fail);
+/* The cable of every port: down, ports read DOWN, nothing crosses, and a send completes with
+ * IBV_WC_RETRY_EXC_ERR as a real RC QP's does once its retries run out; a receive just waits. */
+void fake_verbs_link(int up);
 #endif

@@ -6,6 +6,10 @@
  *
  *   func_peer DIR RANK NRANKS [ABI_VERSION(8..11)] [MAX_BYTES]
  * Environment: MESH_PLUGIN_LIB (path of the library), the plugin's NCCL_MESH_* variables.
+ * FUNC_STREAM_S=N streams instead (run_cable.sh): MAX_BYTES-sized messages both ways with every peer for N
+ * seconds, "streaming" printed once data moves.  A plugin call that fails during the stream ends the rank
+ * with status 3, after printing the wall-clock time of the failure and keeping its connections open for
+ * FUNC_LINGER_S seconds (default 3), so that its peers see the cable's loss themselves, not this exit.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -26,6 +30,8 @@ static const mesh_abi_net_v10_t *n10;
 static const mesh_abi_net_v11_t *n11;
 static void *ctx;
 static int rank, nranks;
+static int streaming; /* a failure now is the stream's end: status 3 */
+static double stream_t0;
 
 static void die(const char *fmt, ...) {
   va_list ap;
@@ -55,10 +61,25 @@ static double now(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-#define CALL(expr)                                                   \
-  do {                                                               \
-    mesh_abi_result_t rc_ = (expr);                                  \
-    if (rc_ != MESH_ABI_SUCCESS) die("%s returned %d", #expr, rc_); \
+static void stream_ended(const char *call, int rc) {
+  struct timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  printf("rank %d: stream ended after %.1f s: %s returned %d, at %lld.%09ld\n", rank, now() - stream_t0, call, rc,
+         (long long)wall.tv_sec, wall.tv_nsec);
+  fflush(stdout);
+  fflush(stderr);
+  const char *l = getenv("FUNC_LINGER_S");
+  sleep(l ? (unsigned)atoi(l) : 3);
+  _exit(3);
+}
+
+#define CALL(expr)                                    \
+  do {                                                \
+    mesh_abi_result_t rc_ = (expr);                   \
+    if (rc_ != MESH_ABI_SUCCESS) {                    \
+      if (streaming) stream_ended(#expr, rc_);        \
+      die("%s returned %d", #expr, rc_);              \
+    }                                                 \
   } while (0)
 
 static void net_listen(void *handle, void **lc) {
@@ -138,6 +159,66 @@ static unsigned char pattern(int src, int dst, size_t size, size_t i) {
   return (unsigned char)((i * 131u) ^ (size * 7u) ^ ((unsigned)src << 4) ^ (unsigned)dst ^ (i >> 12));
 }
 
+/* One pass of test over every peer's send and receive not done yet: how many are left. */
+static int test_pass(void **sreq, void **rreq, int *sdone, int *rdone, int *rsize) {
+  int left = 0;
+  for (int j = 0; j < nranks; j++) {
+    if (j == rank) continue;
+    int dummy;
+    if (!sdone[j]) net_test(sreq[j], &sdone[j], &dummy);
+    if (!rdone[j]) net_test(rreq[j], &rdone[j], &rsize[j]);
+    left += !sdone[j] + !rdone[j];
+  }
+  return left;
+}
+
+/* Messages of `size` bytes both ways with every peer, round after round, until `seconds` pass. */
+static int stream(double seconds, size_t size, void **sc, void **rc, void **lc) {
+  unsigned char *sbuf[MAXR], *rbuf[MAXR];
+  void *smh[MAXR], *rmh[MAXR];
+  for (int j = 0; j < nranks; j++) {
+    if (j == rank) continue;
+    sbuf[j] = malloc(size + 1);
+    rbuf[j] = malloc(size + 1);
+    if (!sbuf[j] || !rbuf[j]) die("out of memory");
+    for (size_t i = 0; i < size; i++) sbuf[j][i] = pattern(rank, j, size, i);
+    net_reg(sc[j], sbuf[j], size + 1, &smh[j]);
+    net_reg(rc[j], rbuf[j], size + 1, &rmh[j]);
+  }
+  streaming = 1;
+  stream_t0 = now();
+  long rounds = 0;
+  while (now() - stream_t0 < seconds) {
+    void *sreq[MAXR] = {0}, *rreq[MAXR] = {0};
+    int sdone[MAXR] = {0}, rdone[MAXR] = {0}, rsize[MAXR] = {0};
+    for (int j = 0; j < nranks; j++) {
+      if (j == rank) continue;
+      while (!rreq[j]) net_irecv(rc[j], rbuf[j], size, rmh[j], &rreq[j]);
+      while (!sreq[j]) net_isend(sc[j], sbuf[j], size, smh[j], &sreq[j]);
+    }
+    while (test_pass(sreq, rreq, sdone, rdone, rsize)) usleep(200); /* a proxy's pace; the machine is shared */
+    for (int j = 0; j < nranks; j++) {
+      if (j == rank) continue;
+      if ((size_t)rsize[j] != size || (size && rbuf[j][size / 2] != pattern(j, rank, size, size / 2)))
+        die("stream round %ld from rank %d: %d bytes, or not the data sent", rounds, j, rsize[j]);
+    }
+    if (rounds++ == 0) {
+      printf("rank %d: streaming\n", rank);
+      fflush(stdout);
+    }
+  }
+  streaming = 0;
+  for (int j = 0; j < nranks; j++) {
+    if (j == rank) continue;
+    net_close(sc[j], rc[j], lc[j]);
+    free(sbuf[j]);
+    free(rbuf[j]);
+  }
+  printf("rank %d: OK stream, %ld rounds of %zu bytes with %d peers in %.1f s\n", rank, rounds, size, nranks - 1,
+         seconds);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 4) die("usage: func_peer DIR RANK NRANKS [VERSION] [MAX_BYTES]");
   const char *dir = argv[1];
@@ -207,6 +288,8 @@ int main(int argc, char **argv) {
          now() - t0);
 
   static const size_t sizes[] = {0, 1, 3, 4096, 65535, 65537, 262147, 1 << 20, (4 << 20) + 5, 16 << 20, 64 << 20};
+  const char *stream_s = getenv("FUNC_STREAM_S");
+  if (stream_s) return stream(atof(stream_s), max_bytes, sc, rc, lc);
   size_t room = max_bytes + 64;
   unsigned char *sbuf[MAXR], *rbuf[MAXR];
   void *smh[MAXR], *rmh[MAXR];
@@ -235,18 +318,8 @@ int main(int argc, char **argv) {
       while (!sreq[j]) net_isend(sc[j], sbuf[j], size, smh[j], &sreq[j]);
     }
     double ts = now();
-    for (;;) {
-      int left = 0;
-      for (int j = 0; j < nranks; j++) {
-        if (j == rank) continue;
-        int dummy;
-        if (!sdone[j]) net_test(sreq[j], &sdone[j], &dummy);
-        if (!rdone[j]) net_test(rreq[j], &rdone[j], &rsize[j]);
-        left += !sdone[j] + !rdone[j];
-      }
-      if (!left) break;
+    while (test_pass(sreq, rreq, sdone, rdone, rsize))
       if (now() - ts > 120) die("size %zu: requests incomplete after 120 s", size);
-    }
     for (int j = 0; j < nranks; j++) {
       if (j == rank) continue;
       if ((size_t)rsize[j] != size) die("size %zu from rank %d: test reported %d bytes", size, j, rsize[j]);

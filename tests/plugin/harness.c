@@ -177,24 +177,37 @@ out:
 }
 
 int scenarios_run, scenarios_failed;
-void run_scenario(const char *name, void (*fn)(void)) {
+void run_scenarios(int n, const char *const names[], void (*const fns[])(void)) {
+  pid_t pids[16];
   fflush(stdout);
   fflush(stderr);
-  pid_t pid = fork();
-  if (pid == 0) {
-    checks = failures = 0;
-    fn();
-    printf("  scenario %-28s %d checks, %d failed\n", name, checks, failures);
-    fflush(stdout);
-    _exit(failures ? 1 : 0);
+  for (int i = 0; i < n && i < 16; i++) {
+    pids[i] = fork();
+    if (pids[i] == 0) {
+      checks = failures = 0;
+      fns[i]();
+      printf("  scenario %-28s %d checks, %d failed\n", names[i], checks, failures);
+      fflush(stdout);
+      _exit(failures ? 1 : 0);
+    }
   }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  scenarios_run++;
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    scenarios_failed++;
-    fprintf(stderr, "FAIL scenario %s (status 0x%x)\n", name, st);
+  for (int i = 0; i < n && i < 16; i++) {
+    int st = 0;
+    waitpid(pids[i], &st, 0);
+    scenarios_run++;
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      scenarios_failed++;
+      fprintf(stderr, "FAIL scenario %s (status 0x%x)\n", names[i], st);
+    }
   }
+}
+
+void run_scenario(const char *name, void (*fn)(void)) { run_scenarios(1, &name, &fn); }
+
+void expect_init_fails(mesh_abi_result_t want, const char *message) {
+  mesh_abi_result_t rc = P->init(&ctx, 1, NULL, logger, NULL);
+  CHECK(rc == want && strstr(warnings, message), "init returned %d, expected %d with \"%s\": %s", rc, want, message,
+        warnings);
 }
 
 mesh_abi_result_t init_fake_verbs(int fail) {

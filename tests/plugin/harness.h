@@ -42,11 +42,16 @@ void connect_with(const char *handle, void *lc, void **sc, void **rc, mesh_abi_r
 /* One message of send_size bytes into a receive of room bytes: 0 ok, -2 the receive failed, -3 the send. */
 int exchange(void *sc, void *rc, size_t send_size, size_t room, char *err_out);
 
+/* Init must fail with `want`, its warning holding `message` (a bad setting, refused by name). */
+void expect_init_fails(mesh_abi_result_t want, const char *message);
+
 /* verbs_tree(), the fake verbs with that failure injected, and init: its result. */
 mesh_abi_result_t init_fake_verbs(int fail);
 
 /* Runs fn in a child process; its checks count there, a failure marks the scenario failed. */
 void run_scenario(const char *name, void (*fn)(void));
+/* The same for n (at most 16) scenarios at once, so that their waits overlap. */
+void run_scenarios(int n, const char *const names[], void (*const fns[])(void));
 extern int scenarios_run, scenarios_failed;
 /* Prints the scenarios' count; a test binary's exit status: 1 after any failed check or scenario. */
 int finish(void);

@@ -12,21 +12,9 @@
 set -euo pipefail
 peer=$(readlink -f "$1")
 lib=$(readlink -f "$2")
-if [ "$(id -u)" != 0 ]; then
-  echo "ring: FAIL: needs root (network namespaces and veth pairs)" >&2
-  exit 1
-fi
-tag=plg$(printf '%04x' $((RANDOM)))
-work=$(mktemp -d)
-names=()
-cleanup() {
-  for ns in "${names[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
-  for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$tag" || true); do
-    ip link del "$l" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/plugin/netns.sh
+. "$(dirname "$0")/netns.sh"
+netns_start ring plg
 
 # the payload func_peer sends each peer one way, for its sizes up to MAX
 payload() {
@@ -38,21 +26,9 @@ payload() {
 }
 
 node() { # NS INDEX: a namespace with lo up, forwarding on, node address 10.255.77.INDEX+1/32 on lo
-  ip netns add "$1"
-  names+=("$1")
-  ip -n "$1" link set lo up
+  netns_add "$1"
   ip netns exec "$1" sysctl -qw net.ipv4.ip_forward=1
   ip -n "$1" addr add "10.255.77.$(($2 + 1))/32" dev lo
-}
-
-cable() { # NAME NS_A ADDR_A NS_B ADDR_B (/30 each end)
-  ip link add "${1}a" type veth peer name "${1}b"
-  ip link set "${1}a" netns "$2"
-  ip link set "${1}b" netns "$4"
-  ip -n "$2" link set "${1}a" mtu 9000 up
-  ip -n "$4" link set "${1}b" mtu 9000 up
-  ip -n "$2" addr add "$3/30" dev "${1}a"
-  ip -n "$4" addr add "$5/30" dev "${1}b"
 }
 
 tx() { ip netns exec "$1" cat "/sys/class/net/$2/statistics/tx_bytes"; }
@@ -82,7 +58,7 @@ ring() {
   P=$(payload "$max")
   for ((i = 0; i < n; i++)); do node "$tag-n$i" "$i"; done
   # cable k: node k (10.77.k.1, veth c<k>a) -- node k+1 (10.77.k.2, veth c<k>b)
-  for ((k = 0; k < n; k++)); do cable "${tag}c$k" "$tag-n$k" "10.77.$k.1" "$tag-n$(((k + 1) % n))" "10.77.$k.2"; done
+  for ((k = 0; k < n; k++)); do veth_cable "${tag}c$k" "$tag-n$k" "10.77.$k.1" "$tag-n$(((k + 1) % n))" "10.77.$k.2"; done
   # next hop from i toward j: east over cable i, west over cable i-1
   declare -A load=()
   for ((i = 0; i < n; i++)); do
@@ -146,8 +122,8 @@ rails() {
   P=$(payload "$max")
   node "$tag-n0" 0
   node "$tag-n1" 1
-  cable "${tag}r0" "$tag-n0" 10.78.0.1 "$tag-n1" 10.78.0.2
-  cable "${tag}r1" "$tag-n0" 10.78.0.5 "$tag-n1" 10.78.0.6
+  veth_cable "${tag}r0" "$tag-n0" 10.78.0.1 "$tag-n1" 10.78.0.2
+  veth_cable "${tag}r1" "$tag-n0" 10.78.0.5 "$tag-n1" 10.78.0.6
   local keys=("$tag-n0 ${tag}r0a" "$tag-n0 ${tag}r1a" "$tag-n1 ${tag}r0b" "$tag-n1 ${tag}r1b")
   declare -A before=()
   for key in "${keys[@]}"; do before[$key]=$(tx $key); done

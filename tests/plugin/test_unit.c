@@ -285,8 +285,10 @@ static void test_tcp(void) {
   int sfds[MESH_MAX_SOCKS], rfds[MESH_MAX_SOCKS];
   char err[MESH_ERRLEN];
   CHECK(connect_pair(3, sfds, rfds) == 0, "pair");
-  struct mesh_tcp_comm *s = mesh_tcp_comm_create(1, sfds, 3, "peer 127.0.0.1, NIC lo", err, sizeof(err));
-  struct mesh_tcp_comm *r = mesh_tcp_comm_create(0, rfds, 3, "peer 127.0.0.1, NIC lo", err, sizeof(err));
+  struct mesh_route routes[3] = {lo_route(), lo_route(), lo_route()};
+  struct mesh_cable_opts opts = {10000, "/sys"};
+  struct mesh_tcp_comm *s = mesh_tcp_comm_create(1, sfds, routes, 3, "peer 127.0.0.1, NIC lo", &opts, err, sizeof(err));
+  struct mesh_tcp_comm *r = mesh_tcp_comm_create(0, rfds, routes, 3, "peer 127.0.0.1, NIC lo", &opts, err, sizeof(err));
   CHECK(s && r, "comms");
   size_t big = 3 * MESH_TCP_MIN_SLICE + 17;
   unsigned char *out = malloc(big), *in = malloc(big + 10);
@@ -484,15 +486,13 @@ static void scenario_auto_falls_back(void) {
 
 static void scenario_bad_env(void) {
   setenv("NCCL_MESH_NSOCKS", "99", 1);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_INVALID_ARGUMENT && strstr(warnings, "NCCL_MESH_NSOCKS=99"),
-        "%s", warnings);
+  expect_init_fails(MESH_ABI_INVALID_ARGUMENT, "NCCL_MESH_NSOCKS=99");
 }
 
 static void scenario_no_interface(void) {
   setenv("NCCL_MESH_TRANSPORT", "tcp", 1);
   setenv("NCCL_MESH_IFNAME", "=nosuchif0", 1);
-  CHECK(P->init(&ctx, 1, NULL, logger, NULL) == MESH_ABI_SYSTEM_ERROR && strstr(warnings, "nosuchif0"), "%s",
-        warnings);
+  expect_init_fails(MESH_ABI_SYSTEM_ERROR, "nosuchif0");
 }
 
 int main(void) {

@@ -267,22 +267,25 @@ class GoneWatch:
                     del fds[fd]
         return all(done(h) for h in self.procs)
 
-    def close(self) -> None:
-        """End the watchers (after a failed start, or once their figures are read)."""
+    def close(self, grace: float = 0) -> None:
+        """End the watchers: those still running after GRACE s are killed (a failed start: at once)."""
         for proc in self.procs.values():
-            if proc.poll() is None:
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
                 proc.kill()
-            proc.wait()
+                proc.wait()
 
     def since(self, t0: float) -> float | None:
         """Seconds from T0 (a node's clock) until every node was empty; None if one still had some after the
-        limit."""
-        self._read(lambda h: len(self.out[h].split()) > 1, self.limit + 30)
-        self.close()
-        ends = [self.out[h].split()[1:2] for h in self.procs]
-        if any(p.returncode != 0 for p in self.procs.values()) or not all(ends):
+        limit. A watcher's figure is its second whole line (after "ready"): only a watcher whose condition
+        held prints it."""
+        self._read(lambda h: self.out[h].count(b"\n") >= 2, self.limit + 30)
+        self.close(grace=10)
+        ends = [self.out[h].split(b"\n")[1] if self.out[h].count(b"\n") >= 2 else b"" for h in self.procs]
+        if not all(ends):
             return None
-        return max(0.0, max(float(e[0]) for e in ends) - t0)
+        return max(0.0, max(float(e) for e in ends) - t0)
 
 
 # Every rank of a node stopped (state T), where RDMAOPS_TRAINER_PAUSE (docs/trainer.md) leaves them.

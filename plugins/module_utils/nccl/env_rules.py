@@ -35,10 +35,24 @@ def transport_errors(transport: Any, name: str) -> list[str]:
 
 
 def socket_ifname_errors(ifname: Any, name: str) -> list[str]:
-    """The socket interface is a valid Linux interface name."""
-    if ifname and _IFNAME.fullmatch(str(ifname)):
+    """The socket interface is a valid Linux interface name, or a comma-separated list of them (the fabric
+    ports of several rails, as mesh_network exports them; gloo takes the first)."""
+    if ifname and all(_IFNAME.fullmatch(part) for part in str(ifname).split(",")):
         return []
     return [f"{name} {_shown(ifname)} is not a valid interface name"]
+
+
+def rails_errors(rails: Any, name: str) -> list[str]:
+    """The fabric ports in rail order: a list of distinct interface names (empty: no rails)."""
+    if not isinstance(rails, (list, tuple)):
+        return [f"{name} must be a list of interface names in rail order, got {_shown(rails)}"]
+    bad = [r for r in rails if not isinstance(r, str) or not _IFNAME.fullmatch(r)]
+    if bad:
+        return [f"{name}: {', '.join(_shown(r) for r in bad)} is not a valid interface name"]
+    twice = sorted({r for r in rails if rails.count(r) > 1})
+    if twice:
+        return [f"{name}: {', '.join(twice)} is listed twice (one port per rail)"]
+    return []
 
 
 def dscp_errors(dscp: Any, name: str) -> list[str]:

@@ -2,11 +2,11 @@
 """The nccl_env role's check and plan phases and the nccl_mesh_plugin role's check phase: their inputs in,
 ``{errors, plan}`` out.
 
-``nccl_env_check`` (validate: the socket interface, roce_qos, the file paths), ``nccl_env_plan`` (the
-environment from the node's ports and the text of both files the role writes) and ``nccl_mesh_plugin_check``
-(the plugin's settings and the decision between it and NCCL's own subnet-aware routing). Each is called by
-the action plugin of the same name (plugins/action/) and unit-tested here; arguments are ``raw`` where the
-phase's own message names a bad type better than an argument-spec error would.
+``nccl_env_check`` (validate: the socket interface, the rails, roce_qos, the file paths), ``nccl_env_plan``
+(the environment from the node's ports and rails, and the text of both files the role writes) and
+``nccl_mesh_plugin_check`` (the plugin's settings and the decision between it and NCCL's own subnet-aware
+routing). Each is called by the action plugin of the same name (plugins/action/) and unit-tested here;
+arguments are ``raw`` where the phase's own message names a bad type better than an argument-spec error would.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ NCCL_ENV_CHECK_SPEC: dict[str, Any] = {
     "roce_qos": {"type": "raw"},
     "socket_nthreads": {"type": "raw"},
     "nsocks_perthread": {"type": "raw"},
+    "rails": {"type": "raw", "default": []},
 }
 
 
@@ -37,6 +38,7 @@ def nccl_env_check(p: Mapping[str, Any]) -> Result:
         f"{e} (nccl_env_socket_ifname defaults to mesh_network_socket_ifname, which the mesh role exports)"
         for e in env_rules.socket_ifname_errors(p["socket_ifname"], "nccl_env_socket_ifname")
     ]
+    errors += env_rules.rails_errors(p.get("rails", []), "nccl_env_rails")
     errors += roce.errors(p["roce_qos"])
     names = ("nccl_env_socket_nthreads", "nccl_env_nsocks_perthread")
     errors += env_rules.socket_threads_errors(p.get("socket_nthreads"), p.get("nsocks_perthread"), names)
@@ -58,6 +60,7 @@ NCCL_ENV_PLAN_SPEC: dict[str, Any] = {
     "extra": {"type": "dict", "default": {}},
     "socket_nthreads": {"type": "raw"},
     "nsocks_perthread": {"type": "raw"},
+    "rails": {"type": "list", "elements": "raw", "default": []},
     "files": {
         "type": "list",
         "elements": "dict",
@@ -84,6 +87,7 @@ def nccl_env_plan(p: Mapping[str, Any]) -> Result:
             gid_index=p["gid_index"],
             extra={**p["net"], **p["extra"]},
             socket_threads=(p.get("socket_nthreads"), p.get("nsocks_perthread")),
+            rails=p.get("rails") or [],
         )
         files = {
             f["dest"]: env_file.render(

@@ -5,9 +5,10 @@ PhaseAction).
 
 ``check`` (tasks/validate.yml): the role's inputs, the recipe resolved once with the trainer's own code and
 written out as the one recipe file every node runs (with its sha256), the job's names and paths.
-``plan`` (after the preflight, tasks/preflight.yml): every node's report compared (preflight.py), then what
-each node starts, from the check's plan and the reports: its launch directory (launch.py ``node_files``),
-the unit's command, the job record. Nothing is planned twice and no plan is rebuilt from itself.
+``plan`` (after the preflight, tasks/preflight.yml): every node's report compared (preflight.py), the
+GPU-to-NIC affinity noted (nccl/affinity.py), then what each node starts, from the check's plan and the
+reports: its launch directory (launch.py ``node_files``), the unit's command, the job record. Nothing is
+planned twice and no plan is rebuilt from itself.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import affinity
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import hca as nccl_hca
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import supervisor
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import launch as tl
@@ -165,25 +168,6 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def hca_selected(port: Mapping[str, Any], hca: str) -> bool:
-    """Whether NCCL_IB_HCA (NCCL's syntax: a list of device[:port]; '=' exact names, '^' excludes, a name
-    without '=' is a prefix) lets NCCL use PORT ({device, port}); an empty value allows every port."""
-    spec = hca.strip()
-    if not spec:
-        return True
-    exclude = spec.startswith("^")
-    spec = spec.lstrip("^")
-    exact = spec.startswith("=")
-    dev, num = str(port.get("device", "")), str(port.get("port", ""))
-
-    def matches(entry: str) -> bool:
-        name, want = entry.strip().partition(":")[::2]
-        return (dev == name if exact else dev.startswith(name)) and want in ("", num)
-
-    hit = any(matches(e) for e in spec.lstrip("=").split(",") if e.strip())
-    return hit != exclude
-
-
 def _tcp(env: Mapping[str, Any]) -> str:
     """Which TCP path a node's NCCL environment takes ('' for RDMA)."""
     if env.get("NCCL_NET_PLUGIN") == "mesh":
@@ -206,7 +190,11 @@ def slow_fabric(reports: Mapping[str, Any], hosts: list[str], rdma_below_gbps: f
         hca = str((rep.get("env") or {}).get("NCCL_IB_HCA", ""))
         for port in rep.get("rdma_ports") or []:
             rate = port.get("rate_gbps")
-            used = port.get("active") and isinstance(rate, (int, float)) and hca_selected(port, hca)
+            used = (
+                port.get("active")
+                and isinstance(rate, (int, float))
+                and nccl_hca.selects(hca, str(port.get("device", "")), port.get("port", ""))
+            )
             if used and (slowest is None or rate < slowest[0]):
                 slowest = (float(rate), f"{host} {port.get('device')}/{port.get('port')}")
     if slowest is None or slowest[0] >= rdma_below_gbps:
@@ -382,9 +370,15 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             f"{workdir}/job.json": record_text,
         }
     note = hsdp_note(c["recipe_data"], decision, len(hosts), slow)
+    # Each GPU's nearest NIC and whether NCCL's NICs are close (nodes without nvidia-smi: said once).
+    gpu_nic = affinity.cluster(
+        {h: (reports.get(h) or {}).get("gpu_topology") or {} for h in hosts},
+        {h: (reports.get(h) or {}).get("env") or {} for h in hosts},
+        hosts,
+    )
     result: dict[str, Any] = {
         **record,
-        "notes": [*report["notes"], *([note] if note else [])],
+        "notes": [*report["notes"], *affinity.notes(gpu_nic, hosts), *([note] if note else [])],
         "health": health["summary"] if health else None,
         "sync": [],
         "job_record": record,

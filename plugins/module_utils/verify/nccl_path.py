@@ -9,6 +9,10 @@ the RoCE GID of IB connections, and every channel: ``Channel 00/0 : 3[3] -> 0[0]
 ``verdict(logs, expect)`` maps each channel of every node to its transport, NIC/GID and peer node, and fails
 when traffic to a peer leaves by a port that does not face it, when it falls back to the Socket transport (or
 the Mesh plugin's TCP backend) where RDMA was configured, or when a net plugin was configured and not loaded.
+On a fabric of several rails (mesh_network's ``mesh_network_fabric``, or the HCAs/interfaces the NCCL
+environment lists in rail order) each channel's NIC is on a rail; a channel whose two ends (the send line on
+one node, the receive line on the other) are on different rails crosses rails, which fails the verdict where
+NCCL_CROSS_NIC=0 asked for rail-optimized channels and is a note otherwise.
 Formats: NCCL 2.28 (src/init.cc, src/transport/net.cc, net_ib.cc, net_socket.cc) and the Mesh plugin
 (files/plugin_src); tests/unit/fixtures/nccl holds real logs. Pure Python.
 """
@@ -20,6 +24,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import nccl_rails
 
 _LINE = re.compile(r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] NCCL INFO (?P<msg>.*)$")
 _INIT = re.compile(
@@ -62,6 +68,9 @@ class Channel:
     gid: str = ""
     peer_rank: int = -1
     peer_node: str = ""
+    rail: str = ""  # the rail of this end's NIC (nccl_rails), empty when the fabric has no rails
+    peer_rail: str = ""  # the rail of the other end's NIC, when its line was found
+    cross_rail: bool = False
 
 
 @dataclass
@@ -159,15 +168,20 @@ def expectations(
     plans: Mapping[str, Any],
     env: Mapping[str, Mapping[str, str]],
     rdma_ports: Mapping[str, Any] | None = None,
+    fabrics: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What the fabric should show, from each node's mesh_network plan, NCCL environment and RDMA ports.
+    """What the fabric should show, from each node's mesh_network plan, NCCL environment, RDMA ports and
+    fabric rails (``mesh_network_fabric``; absent on a mesh).
 
     ``facing``: node -> peer -> the local interfaces and RDMA devices whose link reaches that peer;
     ``addresses``: node -> its addresses; ``transport``: node -> rdma | tcp; ``plugin``: node -> the net
-    plugin NCCL_NET_PLUGIN names (empty when none).
+    plugin NCCL_NET_PLUGIN names (empty when none); ``rails``: node -> NIC name -> rail name (nodes of a
+    fabric of several rails); ``rail_optimized``: node -> whether NCCL_CROSS_NIC=0 keeps channels on their
+    rail.
     """
     facing: dict[str, dict[str, list[str]]] = {}
     addresses: dict[str, list[str]] = {}
+    fabrics = fabrics or {}
     for node, plan in plans.items():
         plan = plan or {}
         devs: dict[str, list[str]] = {}
@@ -180,13 +194,31 @@ def expectations(
             addrs.append(str(link.get("address") or ""))
         fabric = plan.get("fabric")
         if fabric:
+            # A switched fabric's ports (every rail's) face every peer.
+            ports = dict.fromkeys([fabric["name"], *(str(r.get("ifname")) for r in fabrics.get(node) or [])])
             for peer in plan.get("peers") or {}:
-                facing.setdefault(node, {})[peer] = [fabric["name"], *devs.get(fabric["name"], [])]
+                facing.setdefault(node, {})[peer] = [name for p in ports for name in (p, *devs.get(p, []))]
             addrs.append(str(fabric.get("address") or ""))
-        addresses[node] = [a for a in addrs if a]
+            addrs += [str(r.get("address") or "") for r in fabrics.get(node) or []]
+        addresses[node] = list(dict.fromkeys(a for a in addrs if a))
     transport = {n: _transport(e or {}) for n, e in env.items()}
     plugin = {n: (e or {}).get("NCCL_NET_PLUGIN", "") for n, e in env.items()}
-    return {"facing": facing, "addresses": addresses, "transport": transport, "plugin": plugin}
+    rails = {}
+    for node in dict.fromkeys([*plans, *env, *fabrics]):
+        found = nccl_rails.rail_map(
+            fabrics.get(node) or [], (rdma_ports or {}).get(node) or [], env.get(node) or {}
+        )
+        if found:
+            rails[node] = found
+    optimized = {n: str((e or {}).get("NCCL_CROSS_NIC", "")) == "0" for n, e in env.items()}
+    return {
+        "facing": facing,
+        "addresses": addresses,
+        "transport": transport,
+        "plugin": plugin,
+        "rails": rails,
+        "rail_optimized": optimized,
+    }
 
 
 def _transport(env: Mapping[str, str]) -> str:
@@ -283,6 +315,11 @@ def verdict(logs: Mapping[str, str], expect: Mapping[str, Any]) -> dict[str, Any
             _locate(c, n, addresses)
             channels.append(c)
         problems += _wrong_ports(n, facing.get(n.node) or {}, addresses)
+    crossing, rail_notes = nccl_rails.judge(
+        channels, expect.get("rails") or {}, expect.get("rail_optimized") or {}, set(split)
+    )
+    problems += crossing
+    notes += rail_notes
     used = sorted({c.transport for c in channels})
     state = "fail" if problems else "pass"
     if not any(n.ranks for n in nodes.values()):
@@ -362,28 +399,30 @@ def _wrong_ports(
 
 
 def markdown(result: Mapping[str, Any]) -> list[str]:
-    """The report's section: one row per node and peer (transport, NIC, GID, channels), then the verdict."""
+    """The report's section: one row per node and peer (transport, NIC, GID, rail where the fabric has rails,
+    channels), then the verdict."""
+    channels = result.get("channels", [])
+    railed = any(c.get("rail") for c in channels)
+    rail_head = ("| rail ", "|---") if railed else ("", "")
     lines = [
         "",
         "## NCCL path",
         "",
-        "| node | peer | transport | NIC | GID | channels |",
-        "|---|---|---|---|---|---|",
+        f"| node | peer | transport | NIC | GID {rail_head[0]}| channels |",
+        f"|---|---|---|---|---{rail_head[1]}|---|",
     ]
-    groups: dict[tuple[str, str, str, str, str], int] = {}
-    for c in result.get("channels", []):
+    groups: dict[tuple[str, ...], int] = {}
+    for c in channels:
         key = (
             c["node"],
             c["peer_node"] or f"rank {c['peer_rank']}",
             c["via"],
             c["nic"] or "-",
             c["gid"] or "-",
+            *([nccl_rails.label(c)] if railed else []),
         )
         groups[key] = groups.get(key, 0) + 1
-    lines += [
-        f"| {a} | {b} | {t} | {nic} | {gid} | {count} |"
-        for (a, b, t, nic, gid), count in sorted(groups.items())
-    ]
+    lines += [f"| {' | '.join(key)} | {count} |" for key, count in sorted(groups.items())]
     lines += ["", f"Verdict: {result.get('verdict')}."]
     lines += [f"- {p}" for p in result.get("problems", [])] + [
         f"- note: {x}" for x in result.get("notes", [])

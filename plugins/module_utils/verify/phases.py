@@ -6,7 +6,8 @@ controller.
 - gate (tasks/gate.yml): one node's RDMA ports judged;
 - plan (tasks/links.yml): the links and rounds of disjoint pairs, this node's part in each round, and the
   environment of the all-reduce (the NCCL env file read back);
-- summary (tasks/report.yml): the all-reduce's result from every node's run, the QoS section.
+- summary (tasks/report.yml): the all-reduce's result from every node's run, the QoS section, the GPU-to-NIC
+  affinity section (module_utils/nccl/affinity.py) from every node's ``nvidia-smi topo -m``.
 
 The action plugins rdmaops.cluster.verify_check, verify_gate, verify_plan and verify_summary call them.
 """
@@ -17,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import affinity
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
@@ -62,6 +64,9 @@ VERIFY_SUMMARY_SPEC: dict[str, Any] = {
     "qos_roce": {"type": "dict"},
     "qos_switches": {"type": "list", "elements": "raw", "default": []},
     "qos_hosts": {"type": "dict", "default": {}},
+    # per node, its `nvidia-smi topo -m` command result, and its NCCL environment (NCCL_IB_HCA)
+    "gpu_topology": {"type": "dict", "default": {}},
+    "nccl_envs": {"type": "dict", "default": {}},
 }
 
 
@@ -127,7 +132,9 @@ def plan_phase(params: Mapping[str, Any]) -> dict[str, Any]:
         rounds = plan.schedule(
             links, hosts, params["pattern"], params["directions"], params["max_concurrent"]
         )
-        env = {"GLOO_SOCKET_IFNAME": params["socket_ifname"], "NCCL_SOCKET_IFNAME": params["socket_ifname"]}
+        # Several rails (mesh_network's comma-joined fabric ports): NCCL takes the list, gloo the first.
+        sockets = params["socket_ifname"]
+        env = {"GLOO_SOCKET_IFNAME": sockets.partition(",")[0], "NCCL_SOCKET_IFNAME": sockets}
         # The NCCL env file (nccl_env role) wins over the socket defaults, as it does for the launchers.
         env.update(parse.parse_env_file(params["env_file"]) if params["env_file"] else {})
     except plan.VerifyError as exc:
@@ -144,8 +151,8 @@ def plan_phase(params: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def summary(params: Mapping[str, Any]) -> dict[str, Any]:
-    """The all-reduce's result (rank 0's line, or every node that failed) and the QoS section; None for a
-    part that did not run."""
+    """The all-reduce's result (rank 0's line, or every node that failed), the QoS section and the GPU-to-NIC
+    affinity section; None for a part that did not run."""
     try:
         collective = (
             parse.collective_result(dict(params["runs"]), params["master"])
@@ -162,4 +169,8 @@ def summary(params: Mapping[str, Any]) -> dict[str, Any]:
             for h, v in dict(params["qos_hosts"]).items()
         }
         qos = verify_qos.qos_section(dict(params["qos_roce"]), switches, raw)
-    return {"errors": [], "plan": {"collective": collective, "qos": qos}}
+    topology = dict(params.get("gpu_topology") or {})
+    gpu_nic = (
+        affinity.cluster(topology, dict(params.get("nccl_envs") or {}), list(topology)) if topology else None
+    )
+    return {"errors": [], "plan": {"collective": collective, "qos": qos, "affinity": gpu_nic}}

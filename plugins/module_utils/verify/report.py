@@ -4,7 +4,8 @@
 - build_report(): the JSON-serialisable document with a verdict per measurement (limits applied
   with verify_thresholds) and every failure of the gate, reachability, links and all-reduce.
 - matrix(), markdown(), render_heatmap(), write_report(): the sender x receiver matrix, the Markdown
-  summary, the PNG heatmap, and report.json / report.md / bandwidth.png with a "latest" link.
+  summary (with the sections of the QoS, NCCL path, health and GPU-to-NIC affinity checks), the PNG heatmap,
+  and report.json / report.md / bandwidth.png with a "latest" link.
 
 The plan (and VerifyError) is in verify_plan; what the nodes return is read by verify_parse.
 """
@@ -19,6 +20,7 @@ import traceback
 from types import ModuleType
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import affinity as nccl_affinity
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import nccl_path
@@ -43,9 +45,11 @@ def build_report(
     qos: dict[str, Any] | None = None,
     nccl: dict[str, Any] | None = None,
     health: dict[str, Any] | None = None,
+    affinity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The whole report as one JSON-serialisable document, with pass/fail per measurement. HEALTH: the node
-    health gate over all nodes (health/gate.py evaluate); its errors (mode fail) count as failures."""
+    health gate over all nodes (health/gate.py evaluate); its errors (mode fail) count as failures. AFFINITY:
+    the GPU-to-NIC section (nccl/affinity.py cluster); its warnings are reported, not failures."""
     names = check_hosts(hosts)
     if not isinstance(measurements, list):
         raise VerifyError(f"measurements must be a list, got {type(measurements).__name__}")
@@ -96,6 +100,7 @@ def build_report(
         "qos": qos,
         "nccl_path": nccl,
         "health": health,
+        "gpu_nic_affinity": affinity,
         "failures": failures,
         "passed": not failures,
     }
@@ -207,6 +212,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines += nccl_path.markdown(report["nccl_path"])
     if report.get("health"):
         lines += health_gate.markdown(report["health"])
+    if report.get("gpu_nic_affinity"):
+        lines += nccl_affinity.markdown(report["gpu_nic_affinity"])
     if report["failures"]:
         lines += ["", "## Failures", ""] + [f"- {f}" for f in report["failures"]]
     return "\n".join(lines) + "\n"

@@ -75,10 +75,9 @@ def lab_group_vars() -> dict[str, Any]:
         "lab_name": "mol",
         "lab_plan": {
             "topology": "mesh",
-            "fabric": "shared",
-            "fabric_ports": 1,
             "mgmt_cidr": "10.98.0.0/24",
             "mgmt_host_ip": "10.98.0.1",
+            "fabric_ports": 1,
         },
     }
     text = jinja2.Template(template, undefined=jinja2.StrictUndefined).render(context)

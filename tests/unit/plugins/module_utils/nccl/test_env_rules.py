@@ -19,16 +19,36 @@ def test_transport_bad(value: object, shown: str) -> None:
     ]
 
 
-@pytest.mark.parametrize("value", ["eth0", "nodeaddr0", "enp1s0f0np0", "bond0.100", "a" * 15])
+@pytest.mark.parametrize("value", ["eth0", "nodeaddr0", "enp1s0f0np0", "bond0.100", "a" * 15, "data0,data1"])
 def test_socket_ifname_ok(value: str) -> None:
     assert rules.socket_ifname_errors(value, "x") == []
 
 
-@pytest.mark.parametrize("value", ["", None, "a" * 16, "eth0; rm -rf /", "eth 0", "eth0\n", "a/b"])
+@pytest.mark.parametrize(
+    "value",
+    ["", None, "a" * 16, "eth0; rm -rf /", "eth 0", "eth0\n", "a/b", "data0,", ",data0", "data0, data1"],
+)
 def test_socket_ifname_bad(value: object) -> None:
     assert rules.socket_ifname_errors(value, "nccl_env_socket_ifname") == [
         f"nccl_env_socket_ifname {value!r} is not a valid interface name"
     ]
+
+
+@pytest.mark.parametrize("value", [[], ["data0"], ["data0", "data1", "data2", "data3"]])
+def test_rails_ok(value: list[str]) -> None:
+    assert rules.rails_errors(value, "nccl_env_rails") == []
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("data0,data1", "nccl_env_rails must be a list of interface names in rail order, got 'data0,data1'"),
+        (["data0", "data 1", 3], "nccl_env_rails: 'data 1', 3 is not a valid interface name"),
+        (["data0", "data1", "data0"], "nccl_env_rails: data0 is listed twice (one port per rail)"),
+    ],
+)
+def test_rails_bad(value: object, message: str) -> None:
+    assert rules.rails_errors(value, "nccl_env_rails") == [message]
 
 
 @pytest.mark.parametrize("value", [0, 26, 63, "26", "0"])

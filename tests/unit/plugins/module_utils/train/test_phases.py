@@ -17,7 +17,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import recipe_digest
 
-from ...conftest import ROOT, run_action
+from ...conftest import FIXTURE_DIR, ROOT, run_action
 
 TRAINER = str(ROOT / "files" / "trainer")
 HOSTS = ["node1", "node2", "node3"]
@@ -75,6 +75,7 @@ def report(host: str, **kw: Any) -> dict[str, Any]:
         "disk": ["/shared", 100.0],
         "checkpoints": {"complete": [], "partial": [], "finished_step": None},
         "shared_marker": True,
+        "gpu_topology": {"rc": 127, "stdout": "", "stderr": "nvidia-smi: not found"},
     }
     rep.update(kw)
     return rep
@@ -251,30 +252,39 @@ def test_rdma_below_the_threshold_is_a_slow_link(
     assert any(n.startswith(note) for n in p["notes"]), p["notes"]
 
 
-@pytest.mark.parametrize(
-    ("hca", "device", "num", "used"),
-    [
-        ("", "mlx5_3", 1, True),
-        ("mlx5", "mlx5_3", 1, True),  # a prefix
-        ("mlx5_0", "mlx5_0", 2, True),  # any port
-        ("mlx5_0:1", "mlx5_0", 2, False),
-        ("=mlx5_0", "mlx5_01", 1, False),  # exact names
-        ("=mlx5_0,mlx5_1:1", "mlx5_1", 1, True),
-        ("^mlx5_1", "mlx5_1", 1, False),
-        ("^mlx5_1", "mlx5_0", 1, True),
-        ("^=mlx5_1:2", "mlx5_1", 1, True),
-    ],
-)
-def test_nccl_ib_hca_selects_ports_as_nccl_does(hca: str, device: str, num: int, used: bool) -> None:
-    assert phases.hca_selected({"device": device, "port": num}, hca) is used
-
-
 def test_a_forced_hsdp_or_another_strategy_is_said_so() -> None:
     tcp = {h: report(h, env=TCP) for h in HOSTS}
     forced = phases.plan(plan_args(checked(hsdp="off"), reports=tcp))["plan"]
     assert "hsdp: strategy.fsdp2.hsdp is false (-e hsdp=auto follows the fabric)" in forced["notes"]
     zero3 = phases.plan(plan_args(checked(overrides={"strategy.name": "zero3"}), reports=tcp))["plan"]
     assert not any(n.startswith("hsdp:") for n in zero3["notes"])
+
+
+def test_the_notes_give_each_gpus_nearest_nic_and_say_once_where_nvidia_smi_is_missing() -> None:
+    smi = (FIXTURE_DIR / "nvidia-smi-topo" / "h100x8-8nic-sglang-issue-30401.txt").read_text()
+    rdma = {"NCCL_IB_DISABLE": "0", "NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1"}
+    gpu = {
+        "gpu_topology": {"rc": 0, "stdout": smi, "stderr": ""},
+        "env": {**rdma, "GLOO_SOCKET_IFNAME": "nodeaddr0"},
+    }
+    reports = {"node1": report("node1", **gpu), "node2": report("node2"), "node3": report("node3")}
+    notes = phases.plan(plan_args(checked(), reports=reports))["plan"]["notes"]
+    gpu_notes = [n for n in notes if n.startswith("gpu-nic affinity")]
+    assert gpu_notes[0].startswith(
+        "gpu-nic affinity on node1: GPU0 mlx5_0 (PIX), GPU1 mlx5_1 (PIX), GPU2 mlx5_2"
+    )
+    hca = "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1"
+    assert gpu_notes[0].endswith(
+        f"; GPU2, GPU3, GPU4, GPU5, GPU6, GPU7 have no NIC NCCL uses ({hca}) at PIX/PXB"
+    )
+    assert gpu_notes[1:5] == [
+        f"gpu-nic affinity: warning: node1: GPU{i}'s nearest NIC that NCCL uses ({hca}) is SYS (mlx5_0,"
+        f" mlx5_1); its nearest NIC, mlx5_{i} (PIX), is not one NCCL uses"
+        for i in (4, 5, 6, 7)
+    ]
+    assert gpu_notes[5:] == [
+        "gpu-nic affinity: no nvidia-smi on node2, node3 (no GPU driver there): no GPU-to-NIC affinity"
+    ]
 
 
 def test_plan_gives_each_node_its_launch_directory_and_the_unit_its_command() -> None:

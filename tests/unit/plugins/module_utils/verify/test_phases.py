@@ -11,7 +11,7 @@ import yaml
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import host_plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import phases
 
-from ...conftest import ROOT
+from ...conftest import FIXTURE_DIR, ROOT
 
 # The mesh_network role's own defaults, passed explicitly as the role does.
 ROLE_DEFAULTS = yaml.safe_load((ROOT / "roles/mesh_network/defaults/main.yml").read_text())
@@ -132,6 +132,8 @@ def test_plan_environment_takes_the_env_file_over_the_sockets() -> None:
         "NCCL_SOCKET_IFNAME": "data0",
         "NCCL_IB_TC": "104",
     }
+    rails = phases.plan_phase(plan_params(mesh, socket_ifname="data0,data1"))["plan"]["collective_env"]
+    assert rails == {"GLOO_SOCKET_IFNAME": "data0", "NCCL_SOCKET_IFNAME": "data0,data1"}
     bad = phases.plan_phase(plan_params(mesh, env_file="not an assignment"))
     assert bad["errors"] == ["environment file line 1 is not KEY=VALUE: 'not an assignment'"]
 
@@ -149,7 +151,7 @@ def test_summary_of_the_all_reduce_and_nothing_else() -> None:
     out = phases.summary(
         {"master": "node1", "runs": runs, "qos_roce": None, "qos_switches": [], "qos_hosts": {}}
     )
-    assert out == {"errors": [], "plan": {"collective": doc, "qos": None}}
+    assert out == {"errors": [], "plan": {"collective": doc, "qos": None, "affinity": None}}
     failed = {"node1": {"rc": 0, "stdout": ""}, "node2": {"rc": 124, "stderr": "killed"}}
     params = {"master": "node1", "runs": failed, "qos_roce": None, "qos_switches": [], "qos_hosts": {}}
     assert phases.summary(params)["plan"]["collective"] == {
@@ -159,7 +161,25 @@ def test_summary_of_the_all_reduce_and_nothing_else() -> None:
     none = phases.summary(
         {"master": "node1", "runs": None, "qos_roce": None, "qos_switches": [], "qos_hosts": {}}
     )
-    assert none["plan"] == {"collective": None, "qos": None}
+    assert none["plan"] == {"collective": None, "qos": None, "affinity": None}
+
+
+def test_summary_of_the_gpu_to_nic_affinity_in_the_nodes_order() -> None:
+    smi = (FIXTURE_DIR / "nvidia-smi-topo" / "asus-esc8000a-e12-4gpu-4nic.txt").read_text()
+    params = {
+        "master": "node2",
+        "runs": None,
+        "qos_roce": None,
+        "qos_switches": [],
+        "qos_hosts": {},
+        "gpu_topology": {"node2": {"rc": 0, "stdout": smi}, "node1": {"rc": 127, "stdout": ""}},
+        "nccl_envs": {"node2": {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1"}},
+    }
+    section = phases.summary(params)["plan"]["affinity"]
+    assert list(section["nodes"]) == ["node2", "node1"] and section["nodes"]["node1"]["state"] == "absent"
+    assert [g["nccl_relation"] for g in section["nodes"]["node2"]["gpus"]] == ["NODE", "NODE", "SYS", "SYS"]
+    assert [w.split("'")[0] for w in section["warnings"]] == ["node2: GPU2", "node2: GPU3"]
+    assert section["notes"] == ["no nvidia-smi on node1 (no GPU driver there): no GPU-to-NIC affinity"]
 
 
 @pytest.mark.parametrize("missing", ["node1", "node9"])

@@ -8,10 +8,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import affinity
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import report as vr
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds import thresholds
 
+from ...conftest import FIXTURE_DIR
 from .conftest import measurement
 
 
@@ -111,6 +113,26 @@ def test_health_section_and_its_failures() -> None:
     assert warned["passed"] and warned["health"]["warnings"] == [line]
     json.dumps(failing)
     assert "## Node health" not in vr.markdown(vr.build_report(hosts, [], {}))
+
+
+def test_gpu_to_nic_affinity_section_warns_and_does_not_fail() -> None:
+    """A real 8-NIC output with NCCL told to use the first socket's NICs only: the far GPUs are warned about
+    in the JSON and the Markdown, and the report still passes."""
+    hosts = ["gpu1", "lab1"]
+    smi = (FIXTURE_DIR / "nvidia-smi-topo" / "h100x8-8nic-sglang-issue-30401.txt").read_text()
+    section = affinity.cluster(
+        {"gpu1": {"rc": 0, "stdout": smi}, "lab1": {"rc": 127}},
+        {"gpu1": {"NCCL_IB_HCA": "=" + ",".join(f"mlx5_{i}:1" for i in range(4))}},
+        hosts,
+    )
+    report = vr.build_report(hosts, [], {}, affinity=section)
+    assert report["passed"] and len(report["gpu_nic_affinity"]["warnings"]) == 4
+    text = vr.markdown(report)
+    assert "## GPU-to-NIC affinity" in text and "| gpu1 | GPU0 | mlx5_0 | PIX | yes (mlx5_0 PIX) |" in text
+    assert "| gpu1 | GPU4 | mlx5_4 | PIX | no (mlx5_0/mlx5_1/mlx5_2/mlx5_3 SYS) |" in text
+    assert "- note: no nvidia-smi on lab1 (no GPU driver there): no GPU-to-NIC affinity" in text
+    json.dumps(report)
+    assert "## GPU-to-NIC affinity" not in vr.markdown(vr.build_report(hosts, [], {}))
 
 
 def test_write_report_files_and_latest_link(tmp_path: Path) -> None:
