@@ -123,30 +123,13 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.fabric import Fabric
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.fabric import ARGUMENT_SPEC, Fabric
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import (
-    FABRICS,
-    TOPOLOGIES,
-    LabError,
-    make_plan,
-)
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError, make_plan
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "name": {"type": "str", "required": True},
-            "nodes": {"type": "list", "elements": "str", "required": True},
-            "switches": {"type": "list", "elements": "str", "default": []},
-            "topology": {"type": "str", "choices": list(TOPOLOGIES), "default": "mesh"},
-            "fabric_ports": {"type": "int", "default": 1},
-            "fabric": {"type": "str", "choices": list(FABRICS), "default": "shared"},
-            "mgmt_cidr": {"type": "str", "default": "10.99.0.0/24"},
-            "fabric_mtu": {"type": "int", "default": 9000},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
     p = module.params
     try:
         plan = make_plan(

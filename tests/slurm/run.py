@@ -28,6 +28,7 @@ from train.run import (
     SMI_XML,
     TRAINER,
     Lab,
+    counters_while_held,
     gone_after,
     metrics,
     pause_args,
@@ -182,11 +183,7 @@ def case_train(lab: SlurmLab) -> None:
         "train.yml", "-e", "recipe=tiny", "-e", f"job={job}", "-e", "launcher=slurm", "-e", "steps=2000",
         "-e", "detach=true", *pause_args("start"),
     )  # fmt: skip
-    try:
-        held = paused(lab)
-        before = lab.counters()
-    finally:
-        resume_all(lab)
+    held, before = counters_while_held(lab)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not any(
         r.get("event") == "train" and r.get("step", 0) >= 30 for r in metrics(lab, job)

@@ -167,11 +167,7 @@ def case_traffic(lab: Lab) -> None:
     rc, _out, _secs = lab.play(
         *tiny("t-traffic", "-e", "steps=30", "-e", "detach=true", *pause_args("start"))
     )
-    try:
-        held = paused(lab)
-        before = lab.counters()
-    finally:
-        resume_all(lab)
+    held, before = counters_while_held(lab)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and not any(r.get("event") == "end" for r in metrics(lab, "t-traffic")):
         time.sleep(1)
@@ -298,6 +294,16 @@ def paused(lab: Lab, limit: float = 240) -> bool:
     return all(
         out is not None for out in on_nodes(lab, lab.hosts, poll_script(ALL_PAUSED, limit), limit).values()
     )
+
+
+def counters_while_held(lab: Lab) -> tuple[bool, dict[str, dict[str, int]]]:
+    """Every node's interface counters read while the job's ranks hold before step 1 (RDMAOPS_TRAINER_PAUSE
+    =start), then the ranks released: whether they were held, and the counters."""
+    try:
+        held = paused(lab)
+        return held, lab.counters()
+    finally:
+        resume_all(lab)
 
 
 def resume_all(lab: Lab) -> None:

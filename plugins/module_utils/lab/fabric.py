@@ -8,7 +8,9 @@ from typing import Any
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import (
     DATA_PORT_RE,
+    FABRICS,
     MGMT_IFNAME,
+    TOPOLOGIES,
     LabError,
     LabPlan,
     NodePlan,
@@ -20,6 +22,18 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import (
     mgmt_bridge,
     stable_mac,
 )
+
+# The options of module rdmaops.cluster.lab_fabric, which wires a plan from them.
+ARGUMENT_SPEC: dict[str, Any] = {
+    "name": {"type": "str", "required": True},
+    "nodes": {"type": "list", "elements": "str", "required": True},
+    "switches": {"type": "list", "elements": "str", "default": []},
+    "topology": {"type": "str", "choices": list(TOPOLOGIES), "default": "mesh"},
+    "fabric_ports": {"type": "int", "default": 1},
+    "fabric": {"type": "str", "choices": list(FABRICS), "default": "shared"},
+    "mgmt_cidr": {"type": "str", "default": "10.99.0.0/24"},
+    "fabric_mtu": {"type": "int", "default": 9000},
+}
 
 
 def _is_up(link: dict[str, Any]) -> bool:
@@ -108,47 +122,42 @@ class Fabric:
             and (a.get("address"), b.get("address")) == macs
         )
 
-    def _mgmt(self, node: NodePlan) -> None:
-        h, lab = self.host, self.plan.lab
-        alias = mgmt_alias(lab, node.name)
-        hl = h.links().get(node.mgmt_host_if)
-        nl = self._links(node.netns).get(MGMT_IFNAME)
-        if not self._veth_ok(hl, nl, alias, (node.mgmt_host_mac, node.mgmt_mac)):
+    def _host_veth(
+        self, ends: tuple[str, str, str, str, str], alias: str, bridge: str, mtu: int | None = None
+    ) -> None:
+        """A veth pair from the host (its end HOST_IF, HOST_MAC on BRIDGE) into a node (NETNS: IFNAME, MAC),
+        named by ALIAS; remade when either end is missing or not as planned, then attached, sized and up.
+        ENDS: (host_if, host_mac, netns, ifname, mac)."""
+        h = self.host
+        host_if, host_mac, netns, ifname, mac = ends
+        hl = h.links().get(host_if)
+        nl = self._links(netns).get(ifname)
+        if not self._veth_ok(hl, nl, alias, (host_mac, mac)):
             if hl is not None:
-                h.delete_link(node.mgmt_host_if)
-            if nl is not None and MGMT_IFNAME in self._links(node.netns):
-                h.delete_link(MGMT_IFNAME, node.netns)
+                h.delete_link(host_if)
+            if nl is not None and ifname in self._links(netns):
+                h.delete_link(ifname, netns)
+            host_end = [host_if, "address", host_mac, *(["mtu", str(mtu)] if mtu is not None else [])]
+            node_end = [ifname, "address", mac, "netns", netns]
             h.change(
-                f"add veth {node.mgmt_host_if} <-> {node.netns}:{MGMT_IFNAME}",
-                [
-                    "ip",
-                    "link",
-                    "add",
-                    node.mgmt_host_if,
-                    "address",
-                    node.mgmt_host_mac,
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    MGMT_IFNAME,
-                    "address",
-                    node.mgmt_mac,
-                    "netns",
-                    node.netns,
-                ],
+                f"add veth {host_if} <-> {netns}:{ifname}",
+                ["ip", "link", "add", *host_end, "type", "veth", "peer", "name", *node_end],
             )
             if not h.check_mode:
-                h.run(["ip", "link", "set", "dev", node.mgmt_host_if, "alias", alias])
-                h.run(["ip", "-n", node.netns, "link", "set", "dev", MGMT_IFNAME, "alias", alias])
+                h.run(["ip", "link", "set", "dev", host_if, "alias", alias])
+                h.run(["ip", "-n", netns, "link", "set", "dev", ifname, "alias", alias])
             hl = None
-        if hl is None or hl.get("master") != mgmt_bridge(lab):
-            h.change(
-                f"attach {node.mgmt_host_if} to {mgmt_bridge(lab)}",
-                ["ip", "link", "set", "dev", node.mgmt_host_if, "master", mgmt_bridge(lab)],
-            )
-        self._up(node.mgmt_host_if, None)
-        self._up(MGMT_IFNAME, node.netns)
+        if hl is None or hl.get("master") != bridge:
+            h.change(f"attach {host_if} to {bridge}", ["ip", "link", "set", "dev", host_if, "master", bridge])
+        if mtu is not None and hl is not None and hl.get("mtu") != mtu:
+            h.change(f"set {host_if} mtu", ["ip", "link", "set", "dev", host_if, "mtu", str(mtu)])
+        self._up(host_if, None)
+        self._up(ifname, netns)
+
+    def _mgmt(self, node: NodePlan) -> None:
+        h, lab = self.host, self.plan.lab
+        ends = (node.mgmt_host_if, node.mgmt_host_mac, node.netns, MGMT_IFNAME, node.mgmt_mac)
+        self._host_veth(ends, mgmt_alias(lab, node.name), mgmt_bridge(lab))
         address = f"{node.mgmt_ip}/{self.plan.prefixlen}"
         have: set[str] = set()
         if not (h.check_mode and node.netns not in h.netns_list()):
@@ -215,46 +224,7 @@ class Fabric:
                 self._fabric_port(node, f"data{k}", fabric_host_ifname(plan.lab, node.index, k), bridge)
 
     def _fabric_port(self, node: NodePlan, port: str, host_if: str, bridge: str) -> None:
-        """Node NODE's fabric port PORT, its host end HOST_IF on BRIDGE."""
-        h, plan = self.host, self.plan
-        alias = fabric_alias(plan.lab, node.name, port)
-        hl = h.links().get(host_if)
-        nl = self._links(node.netns).get(port)
-        host_mac = stable_mac(plan.lab, node.name, "host", port)
-        if not self._veth_ok(hl, nl, alias, (host_mac, node.macs[port])):
-            if hl is not None:
-                h.delete_link(host_if)
-            if nl is not None and port in self._links(node.netns):
-                h.delete_link(port, node.netns)
-            h.change(
-                f"add veth {host_if} <-> {node.netns}:{port}",
-                [
-                    "ip",
-                    "link",
-                    "add",
-                    host_if,
-                    "address",
-                    host_mac,
-                    "mtu",
-                    str(self.fabric_mtu),
-                    "type",
-                    "veth",
-                    "peer",
-                    "name",
-                    port,
-                    "address",
-                    node.macs[port],
-                    "netns",
-                    node.netns,
-                ],
-            )
-            if not h.check_mode:
-                h.run(["ip", "link", "set", "dev", host_if, "alias", alias])
-                h.run(["ip", "-n", node.netns, "link", "set", "dev", port, "alias", alias])
-            hl = None
-        if hl is None or hl.get("master") != bridge:
-            h.change(f"attach {host_if} to {bridge}", ["ip", "link", "set", "dev", host_if, "master", bridge])
-        if hl is not None and hl.get("mtu") != self.fabric_mtu:
-            h.change(f"set {host_if} mtu", ["ip", "link", "set", "dev", host_if, "mtu", str(self.fabric_mtu)])
-        self._up(host_if, None)
-        self._up(port, node.netns)
+        """Node NODE's fabric port PORT, its host end HOST_IF on BRIDGE, at the fabric's MTU."""
+        lab = self.plan.lab
+        ends = (host_if, stable_mac(lab, node.name, "host", port), node.netns, port, node.macs[port])
+        self._host_veth(ends, fabric_alias(lab, node.name, port), bridge, self.fabric_mtu)
