@@ -77,14 +77,21 @@ def test_each_phase_file_names_the_spec_after_its_module_and_opens_alike(name: s
     assert re.match(r"The \S.*? phases?: .+ in, ``\{errors, plan\}`` out\b", opening), opening
 
 
-def test_each_doc_only_module_passes_the_spec_named_after_it() -> None:
-    passed = {
-        path.stem: found
-        for path in (ROOT / "plugins" / "modules").glob("*.py")
-        for found in re.findall(r'refuse_without_action\("(\w+)", (\w+)\)', path.read_text())
-    }
-    assert set(PHASE_ACTIONS) <= set(passed)
-    assert {stem: got for stem, got in passed.items() if got != (stem, f"{stem.upper()}_SPEC")} == {}
+# How a module or an action plugin hands its spec constant over: with the name it gives, or as its own
+NAMED = (r'refuse_without_action\("(\w+)", (\w+)\)', r'task_args\("(\w+)", (?:\w+\.)?(\w+),')
+OWN = r"argument_spec=([A-Z][A-Z0-9_]*)\b"
+
+
+def test_each_spec_constant_is_named_after_the_module_it_checks() -> None:
+    handed: list[tuple[Path, str, str]] = []  # (file, module name, spec constant)
+    for folder in ("modules", "action"):
+        for path in sorted((ROOT / "plugins" / folder).glob("*.py")):
+            text = path.read_text()
+            handed += [(path, name, spec) for pattern in NAMED for name, spec in re.findall(pattern, text)]
+            handed += [(path, path.stem, spec) for spec in re.findall(OWN, text)]
+    assert {*PHASE_ACTIONS, "lab_fabric", "switch_qos", "train_watch"} <= {h[0].stem for h in handed}
+    wrong = [h for h in handed if h[1:] != (h[0].stem, f"{h[0].stem.upper()}_SPEC")]
+    assert wrong == []
 
 
 def test_switch_qos_check_fails_once_with_every_error() -> None:
