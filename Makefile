@@ -3,7 +3,11 @@ SHELL := /bin/bash
 .ONESHELL:
 .SHELLFLAGS := -eu -o pipefail -c
 
-PY ?= python3
+# The controller's Python: ansible-core 2.21 needs >= 3.12 (the nodes keep their OS Python, e.g. Debian 12's
+# 3.11). Empty: the first of python3.13 and python3.12 on PATH, then pyenv's installs (newest first) that
+# runs; `make venv PY=/path/to/python3.12` names one. 3.13 first: ansible-core drops the oldest controller
+# Python first (2.20 dropped 3.11), so 3.12 goes before 3.13 does; every pin has 3.13 wheels.
+PY ?=
 VENV := .venv
 BIN := $(VENV)/bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
@@ -27,8 +31,35 @@ help:
 	@echo "make lab-down  tear the lab down (also after a crash)"
 	@echo "make lab-test  behaviour checks of the lab itself (root, ~10 min)"
 
+# A candidate counts only where it runs: pyenv's shims python3.12/python3.13 are on PATH but fail unless
+# pyenv has that version selected. Free-threaded builds (3.13t) lack wheels of several pins.
+define CONTROLLER_PY
+py_ok() { "$$1" -c 'import sys, sysconfig; sys.exit(sys.version_info < (3, 12) or bool(sysconfig.get_config_var("Py_GIL_DISABLED")))' 2>/dev/null; }
+controller_py() {
+  # PATH without this venv's bin (make puts it first): a python3.13 found there is the venv's own
+  local c root=$${PYENV_ROOT:-$$HOME/.pyenv} PATH=$${PATH#"$(CURDIR)/$(BIN):"}
+  if [ -n "$(PY)" ]; then
+    py_ok "$(PY)" && { command -v "$(PY)"; return; }
+    echo "make venv: PY=$(PY) is not a Python >= 3.12 that runs (ansible-core 2.21's controller needs one)" >&2
+    return 1
+  fi
+  for c in python3.13 python3.12 $$(ls -d "$$root"/versions/3.1[23]*/bin/python3.1[23] 2>/dev/null | sort -rV); do
+    py_ok "$$c" && { command -v "$$c"; return; }
+  done
+  echo "make venv: no Python >= 3.12 for the controller (ansible-core 2.21 needs one): none of python3.13," \
+    "python3.12 on PATH, $$root/versions/3.13*/bin/python3.13, $$root/versions/3.12*/bin/python3.12 runs." \
+    "Install one (e.g. pyenv install 3.13) or name it: make venv PY=/path/to/python3.12" >&2
+  return 1
+}
+endef
 $(VENV)/.stamp: requirements.txt files/trainer/pyproject.toml
-	$(PY) -m venv $(VENV)
+	$(CONTROLLER_PY)
+	py=$$(controller_py)
+	# A venv of another Python (e.g. the 3.11 one of ansible-core 2.19) is built anew, not upgraded in place.
+	if [ -e $(BIN)/python ] && [ "$$($(BIN)/python -c 'import sys; print(sys.version_info[:2])' 2>/dev/null)" != \
+	    "$$("$$py" -c 'import sys; print(sys.version_info[:2])')" ]; then rm -rf $(VENV); fi
+	echo "make venv: the controller's Python is $$py ($$("$$py" --version))"
+	"$$py" -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# deepspeed is an sdist whose setup.py imports torch: install the rest first, then deepspeed
 	# against that torch without build isolation and without prebuilt ops (they JIT-compile on use).
@@ -74,7 +105,16 @@ sanity: venv
 	ver=$$($(BIN)/python -c 'import ansible.release as r; print(".".join(r.__version__.split(".")[:2]))')
 	ign=$$dst/tests/sanity/ignore-$$ver.txt; mkdir -p $$(dirname $$ign); touch $$ign
 	(cd $$dst && find files benchmarks -name '*.py' 2>/dev/null | sort | sed 's/$$/ pylint!skip/') >> $$ign
-	cd $$dst && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --local --python 3.11 --color no
+	# The controller's Python (the venv's): --local runs the tests with it (.venv/bin is first on PATH).
+	pyver=$$($(BIN)/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	cd $$dst && git init -q && git add -A && $(CURDIR)/$(BIN)/ansible-test sanity --local --python $$pyver --color no
+	# Modules, module_utils and the trainer run on the nodes' Python (Debian 12's 3.11): compiled and imported
+	# there too.
+	if python3.11 -c '' 2>/dev/null; then
+	  $(CURDIR)/$(BIN)/ansible-test sanity --local --python 3.11 --test compile --test import --color no
+	else
+	  echo "make sanity: no python3.11 that runs here: compile and import on the nodes' Python 3.11 not run"
+	fi
 
 # The built tarball installs and its playbooks resolve as rdmaops.cluster.* without the repo.
 build-check: venv

@@ -35,8 +35,12 @@ options:
     default: "0600"
   check_targets:
     description:
-      - Addresses that must keep answering, as strings or as mappings with C(address), C(size) and C(name).
+      - Addresses that must keep answering, as strings or as mappings with C(address), C(size), C(name) and
+        C(source).
       - C(name) says what the path is in an operator's terms (port and peer); errors lead with it.
+      - C(source) is the local address to ping from (C(ping -I)), so a source rule's routing table is probed;
+        a target whose source the node does not have yet does not answer before the change, and is then not
+        required.
       - With C(size) greater than 0 the ping is sent with don't-fragment and that payload, so an MTU
         mismatch counts as not answering.
     type: list

@@ -42,7 +42,8 @@ INSTANCE_SPEC: dict[str, dict[str, Any]] = {
 
 
 def subprocess_runner(argv: list[str]) -> tuple[int, str, str]:
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    # subprocess, not run_command: the default runner; run_command would expand $ and ~ in argv
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)  # pylint: disable=ansible-bad-function
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -246,7 +247,8 @@ class Host:
 
         log_path = os.path.join(self.instance_run_dir, unit + ".log")
         with open(log_path, "ab") as log, open(os.devnull, "rb") as devnull:
-            proc = subprocess.Popen(
+            # subprocess, not run_command: a detached unit in its own session, joining cgroups before exec
+            proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
                 argv,
                 stdin=devnull,
                 stdout=log,

@@ -98,7 +98,8 @@ def pair_index(i: int, j: int) -> int:
     return hi * (hi - 1) // 2 + lo
 
 
-def _nth_subnet(pool: IPNetwork, prefix: int, index: int) -> IPNetwork:
+def nth_subnet(pool: IPNetwork, prefix: int, index: int) -> IPNetwork:
+    """The ``index``-th subnet of length ``prefix`` in ``pool`` (from 0), or an error naming the pool."""
     step = 1 << (32 - prefix)
     capacity = pool.size // step
     if index >= capacity:
@@ -182,7 +183,7 @@ def cable_links(
         else:
             slot = capacity - 1 - rank
             rank += 1
-        subnet = _nth_subnet(net, plen, slot)
+        subnet = nth_subnet(net, plen, slot)
         a_ip, b_ip = _link_ends(subnet)
         links.append(
             {
@@ -199,10 +200,16 @@ def cable_links(
     return links
 
 
-def _nth_host(net: IPNetwork, index: int, what: str) -> IPAddress:
+def usable_hosts(net: IPNetwork) -> int:
+    """How many host addresses ``net`` has: all of a /31 or /32, else all but network and broadcast."""
+    return net.size - 2 if net.prefixlen < 31 else net.size
+
+
+def nth_host(net: IPNetwork, index: int, what: str) -> IPAddress:
+    """Host ``index`` (from 0) of ``net``, or an error naming ``what`` and its size."""
     # Host k gets the (k+1)-th address: the network address is skipped, and so is
     # the broadcast address, so the plan reads naturally (.1, .2, ...).
-    usable = net.size - 2 if net.prefixlen < 31 else net.size
+    usable = usable_hosts(net)
     first = net.first + 1 if net.prefixlen < 31 else net.first
     if index >= usable:
         raise MeshAddressingError(
@@ -216,10 +223,10 @@ def switched_addresses(hosts: Any, subnet: Any) -> dict[str, dict[str, Any]]:
     names = check_hosts(hosts)
     net = parse_pool(subnet, "subnet")
     if names:
-        _nth_host(net, len(names) - 1, "subnet")
+        nth_host(net, len(names) - 1, "subnet")
     out: dict[str, dict[str, Any]] = {}
     for k, host in enumerate(names):
-        addr = _nth_host(net, k, "subnet")
+        addr = nth_host(net, k, "subnet")
         out[host] = {"address": str(addr), "prefix": net.prefixlen, "cidr": f"{addr}/{net.prefixlen}"}
     return out
 
@@ -229,8 +236,8 @@ def node_addresses(hosts: Any, pool: Any) -> dict[str, str]:
     names = check_hosts(hosts)
     net = parse_pool(pool, "node pool")
     if names:
-        _nth_host(net, len(names) - 1, "node pool")
-    return {host: str(_nth_host(net, k, "node pool")) for k, host in enumerate(names)}
+        nth_host(net, len(names) - 1, "node pool")
+    return {host: str(nth_host(net, k, "node pool")) for k, host in enumerate(names)}
 
 
 # --------------------------------------------------------------------------- rules
@@ -257,9 +264,9 @@ def pool_errors(pools: Mapping[str, Any], mgmt_cidr: Any) -> list[str]:
     names = list(parsed)
     for x, a in enumerate(names):
         for b in names[x + 1 :]:
-            if parsed[a] in parsed[b] or parsed[b] in parsed[a] or _overlap(parsed[a], parsed[b]):
+            if parsed[a] in parsed[b] or parsed[b] in parsed[a] or overlap(parsed[a], parsed[b]):
                 errors.append(f"{a} {parsed[a].cidr} overlaps {b} {parsed[b].cidr}")
-        if mgmt is not None and _overlap(parsed[a], mgmt):
+        if mgmt is not None and overlap(parsed[a], mgmt):
             errors.append(f"{a} {parsed[a].cidr} overlaps the management network {mgmt}")
     return errors
 
@@ -293,5 +300,6 @@ def plan_errors(
     return []
 
 
-def _overlap(a: IPNetwork, b: IPNetwork) -> bool:
+def overlap(a: IPNetwork, b: IPNetwork) -> bool:
+    """Whether two networks share an address."""
     return a.first <= b.last and b.first <= a.last

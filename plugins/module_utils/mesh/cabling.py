@@ -108,15 +108,21 @@ class Graph:
         self.cables = [dict(c) for c in cable_list]
         self.by_pair: dict[tuple[str, str], list[dict[str, Any]]] = {}
         neighbours: dict[str, set[str]] = {h: set() for h in self.hosts}
+        # (port, peer) of each node's cables
+        self.ends: dict[str, list[tuple[str, str]]] = {h: [] for h in self.hosts}
         for cable in self.cables:
             a, b = cable["a"], cable["b"]
             if a not in self.index or b not in self.index:
                 continue
             self.by_pair.setdefault(self.pair(a, b), []).append(cable)
+            self.ends[a].append((port_label(cable["a_port"]), b))
+            self.ends[b].append((port_label(cable["b_port"]), a))
             neighbours[a].add(b)
             neighbours[b].add(a)
         self.neighbours = {h: sorted(n, key=self.index.__getitem__) for h, n in neighbours.items()}
         self.dist = {h: self._bfs(h) for h in self.hosts}
+        # each node's next hop towards every other, computed once per node when first asked
+        self._next: dict[str, dict[str, str]] = {}
 
     def pair(self, x: str, y: str) -> tuple[str, str]:
         return (x, y) if self.index[x] < self.index[y] else (y, x)
@@ -151,15 +157,23 @@ class Graph:
     def hops(self, src: str, dst: str) -> int | None:
         return self.dist[src].get(dst)
 
+    def next_hops(self, src: str) -> dict[str, str]:
+        """{dst: the neighbour of ``src`` on a shortest path to ``dst``} for every node ``src`` reaches (the
+        neighbour first in host order on a tie)."""
+        table = self._next.get(src)
+        if table is None:
+            table = {}
+            for dst, far in self.dist[src].items():
+                if far == 1:
+                    table[dst] = dst
+                elif far > 1:
+                    table[dst] = next(p for p in self.neighbours[src] if self.dist[p].get(dst) == far - 1)
+            self._next[src] = table
+        return table
+
     def next_hop(self, src: str, dst: str) -> str | None:
         """The neighbour of ``src`` on a shortest path to ``dst`` (the first in host order on a tie)."""
-        far = self.hops(src, dst)
-        if far is None or far == 0:
-            return None
-        for peer in self.neighbours[src]:
-            if self.dist[peer].get(dst) == far - 1:
-                return peer
-        return None
+        return self.next_hops(src).get(dst)
 
     def path(self, src: str, dst: str) -> list[str]:
         """The nodes from ``src`` to ``dst`` along the routes (next hop after next hop); [] when cut off."""
@@ -173,17 +187,28 @@ class Graph:
             out.append(step)
         return out
 
+    def paths(self) -> dict[str, dict[str, list[str]]]:
+        """{src: {dst: path(src, dst)}} for every pair that reaches each other, at the cost of the paths'
+        length: from each destination outwards (breadth-first), a node's path is its next hop's, the node in
+        front."""
+        out: dict[str, dict[str, list[str]]] = {h: {} for h in self.hosts}
+        for dst in self.hosts:
+            tail = {dst: [dst]}
+            for node in list(self.dist[dst])[1:]:  # nearer nodes first: the next hop's path is known
+                tail[node] = out[node][dst] = [node, *tail[self.next_hops(node)[dst]]]
+        return out
+
     def path_cables(self, src: str, dst: str) -> list[dict[str, Any]]:
         """The cables a packet from ``src`` to ``dst``'s node address crosses (cable 0 of each hop)."""
         nodes = self.path(src, dst)
         return [self.cables_between(nodes[i], nodes[i + 1])[0] for i in range(len(nodes) - 1)]
 
     def transit(self) -> list[str]:
-        """Nodes that forward packets between two other nodes (they need IP forwarding on)."""
+        """Nodes that forward packets between two other nodes (they need IP forwarding on): each node inside
+        a path is the next hop of the node before it, towards another node."""
         out: set[str] = set()
         for src in self.hosts:
-            for dst in self.hosts:
-                out.update(self.path(src, dst)[1:-1])
+            out.update(step for dst, step in self.next_hops(src).items() if step != dst)
         return [h for h in self.hosts if h in out]
 
     def cut_by(self, cable: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -272,13 +297,10 @@ def connectivity_errors(graph: Graph) -> list[str]:
 def device_ports(graph: Graph, host: str) -> list[tuple[str, str]]:
     """(port, peer it faces) of one node's cables, in the order NCCL numbers the node's devices when each
     port is its own device: by interface name (data2 before data10)."""
-    ends = []
-    for cable in graph.cables:
-        if cable["a"] == host:
-            ends.append((port_label(cable["a_port"]), cable["b"]))
-        elif cable["b"] == host:
-            ends.append((port_label(cable["b_port"]), cable["a"]))
-    return sorted(ends, key=lambda end: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", end[0])])
+    return sorted(
+        graph.ends.get(host, []),
+        key=lambda end: [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", end[0])],
+    )
 
 
 def nccl_pairs(graph: Graph, shape: str, order: Sequence[str]) -> list[tuple[str, str]]:
@@ -301,8 +323,9 @@ def device_index_problems(graph: Graph, shape: str, order: Sequence[str]) -> lis
     connection works only when at least one end's device of that index faces the other end.
     """
     problems = []
+    devices = {h: device_ports(graph, h) for h in graph.hosts}
     for a, b in nccl_pairs(graph, shape, order):
-        mine, theirs = device_ports(graph, a), device_ports(graph, b)
+        mine, theirs = devices[a], devices[b]
         for i in range(max(len(mine), len(theirs))):
             pa = mine[i] if i < len(mine) else None
             pb = theirs[i] if i < len(theirs) else None

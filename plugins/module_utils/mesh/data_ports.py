@@ -2,8 +2,9 @@
 """A node's data ports: which interface a port names, the rules on a node's port map, and the MTU.
 
 ip_link_interfaces reads the interfaces from `ip -j link`; resolve_port finds the interface an entry of
-mesh_network_ports names (by name, MAC or both); port_errors checks one node's port map (or its fabric
-port). mtu_errors is the MTU rule, and port_mtu_errors holds the MTU against what each port can carry.
+mesh_network_ports names (by name, MAC or both); port_errors checks one node's port map, fabric_port_errors
+its fabric ports; port_entry is a port's netplan entry. mtu_errors is the MTU rule, and port_mtu_errors
+holds the MTU against what each port can carry.
 """
 
 from __future__ import annotations
@@ -78,8 +79,7 @@ def port_errors(
     if topology == "switched":
         if not fabric_port:
             return [f"{host}: mesh_network_fabric_port is not set (switched topology)"]
-        _port, err = resolve_port(fabric_port, interfaces, f"{host}: mesh_network_fabric_port")
-        return [err] if err else []
+        return fabric_port_errors(host, [fabric_port], interfaces, single=True)
     if topology != "mesh":
         return [f"mesh_network_topology {topology!r} is neither 'mesh' nor 'switched'"]
     if not isinstance(ports, Mapping):
@@ -115,6 +115,35 @@ def port_errors(
                         f"{host}: interface {ifname!r} is used for both {used[ifname]!r} and {peer!r}"
                     )
             used[ifname] = peer
+    return errors
+
+
+def port_entry(ifname: str, mac: str, mtu: int) -> dict[str, Any]:
+    """A data port's netplan entry before its addresses and routes (networkd; matched by MAC when known)."""
+    entry: dict[str, Any] = {"renderer": "networkd"}
+    if mac:
+        # Match by MAC so a renamed or re-enumerated NIC still gets its address.
+        entry["match"] = {"macaddress": mac}
+        entry["set-name"] = ifname
+    entry.update({"mtu": mtu, "optional": True, "link-local": []})
+    return entry
+
+
+def fabric_port_label(host: str, rail: int, single: bool) -> str:
+    """How messages name a fabric port: by the variable that lists it, and its rail when there are several."""
+    return f"{host}: mesh_network_fabric_port" if single else f"{host}: mesh_network_fabric_ports rail{rail}"
+
+
+def fabric_port_errors(
+    host: str, specs: Sequence[Any], interfaces: Mapping[str, str], single: bool = False
+) -> list[str]:
+    """Each fabric port (in rail order) names an interface of this node; ``single``: the one
+    mesh_network_fabric_port, named so."""
+    errors = []
+    for rail, spec in enumerate(specs):
+        _port, err = resolve_port(spec, interfaces, fabric_port_label(host, rail, single))
+        if err:
+            errors.append(err)
     return errors
 
 

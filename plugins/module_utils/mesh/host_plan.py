@@ -10,10 +10,10 @@ netplan_apply checks after the apply.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling, fabric_plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.addressing import (
     MeshAddressingError,
     cable_links,
@@ -25,14 +25,17 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.addressing im
 )
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.data_ports import (
     mtu_errors,
+    port_entry,
     port_errors,
     resolve_port,
 )
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.fabric import Fabric
 
 # --------------------------------------------------------------------------- per-host plan
 
 
-def _resolved(spec: Any, interfaces: Mapping[str, str]) -> dict[str, str]:
+def resolved_port(spec: Any, interfaces: Mapping[str, str]) -> dict[str, str]:
+    """{name, macaddress} of the interface a port names, or an error naming the port."""
     port, err = resolve_port(spec, interfaces, "port")
     if port is None:
         raise MeshAddressingError(err or f"port {spec!r} cannot be resolved")
@@ -60,7 +63,8 @@ def host_plan(
     ``ports`` is this host's mesh_network_ports, ``all_ports`` every host's (the cabling graph; this host's
     entry is replaced by ``ports``). The pools and names have no defaults here: the mesh_network role's
     defaults own them. ``layout`` (safety.anchored_layout: node addresses and cable subnets, the ones in use
-    kept) replaces the positional numbering when given.
+    kept) replaces the positional numbering when given. A switched fabric here is one port per node (the
+    role plans several through cluster.py).
 
     Each link (one per cable of this host) carries ``routes``: the hosts whose node address is routed over
     it, along a shortest path (cabling.Graph.next_hop); a pair's further cables (rails) carry none.
@@ -72,20 +76,12 @@ def host_plan(
     errors = port_errors(host, names, topology, ports or {}, fabric_port, ifaces)
     if errors:
         raise MeshAddressingError("; ".join(errors))
-    plan: dict[str, Any] = {"host": host, "index": names.index(host), "topology": topology}
     if topology == "switched":
-        fabric = _resolved(fabric_port, ifaces)
-        mine = switched_addresses(names, fabric_subnet)
-        plan.update(
-            node_address=mine[host]["address"],
-            socket_ifname=fabric["name"],
-            links=[],
-            fabric={**fabric, **mine[host], "subnet": str(parse_pool(fabric_subnet, "subnet").cidr)},
-            peers={h: mine[h]["address"] for h in names if h != host},
-            hops={h: 1 for h in names if h != host},
-            forwarding=[],
+        switched_addresses(names, fabric_subnet)  # the size rule, with today's message
+        one = Fabric("shared", 1, [parse_pool(fabric_subnet, "subnet")], None, [])
+        return fabric_plan.node_plan(
+            host, names, fabric_plan.rail_addresses(names, one), [resolved_port(fabric_port, ifaces)]
         )
-        return plan
     mine = dict(ports or {})
     if all_ports is None:
         # Only this host's ports are known: the others are taken to cable every pair (a full mesh), each
@@ -113,56 +109,113 @@ def host_plan(
     else:
         net = parse_pool(link_pool)
         all_links = cable_links(names, cable_list, net, parse_prefix(link_prefix, net))
-    by_cable = {(c["a"], c["b"], c["k"]): c for c in cable_list}
-    routed: dict[str, list[str]] = {}
-    for dst in names:
-        step = graph.next_hop(host, dst)
-        if step is not None:
-            routed.setdefault(step, []).append(dst)
-    links: list[dict[str, Any]] = []
+    part = mesh_parts(names, graph, all_links, nodes, only=[host])[host]
+    return mesh_node_plan(host, names, part, nodes, ifaces, nodeaddr_ifname)
+
+
+def mesh_parts(
+    names: Sequence[str],
+    graph: cabling.Graph,
+    all_links: Sequence[Mapping[str, Any]],
+    nodes: Mapping[str, str],
+    only: Sequence[str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """What each node's plan takes from the cabling and the numbering (cluster.py computes it once for all):
+    {host: {index, links, hops, paths, transit}}, each link with this node's own port as the inventory
+    gives it (``port``: the node resolves it against its interfaces) and the nodes routed over it."""
+    index = {h: k for k, h in enumerate(names)}
+    by_cable = {(c["a"], c["b"], c["k"]): c for c in graph.cables}
+    wanted = list(only) if only is not None else list(names)
+    links_of: dict[str, list[Mapping[str, Any]]] = {h: [] for h in wanted}
     for link in all_links:
-        if host not in (link["a"], link["b"]):
-            continue
-        k = int(link.get("k") or 0)
-        cable = by_cable.get((link["a"], link["b"], k))
-        if cable is None:
-            continue  # a layout entry for a cable that is gone
-        me_a = link["a"] == host
-        peer = link["b"] if me_a else link["a"]
-        port = _resolved(cable["a_port"] if me_a else cable["b_port"], ifaces)
+        for end in (link["a"], link["b"]):
+            if end in links_of:
+                links_of[end].append(link)
+    transit = set(graph.transit())
+    # every pair's path at once for the cluster; one node's alone (host_plan) costs its own paths only
+    every_path = graph.paths() if only is None else {h: {d: graph.path(h, d) for d in names} for h in wanted}
+    out: dict[str, dict[str, Any]] = {}
+    for host in wanted:
+        routed: dict[str, list[str]] = {}
+        for dst, step in graph.next_hops(host).items():
+            routed.setdefault(step, []).append(dst)
+        links: list[dict[str, Any]] = []
+        for link in links_of[host]:
+            k = int(link.get("k") or 0)
+            cable = by_cable.get((link["a"], link["b"], k))
+            if cable is None:
+                continue  # a layout entry for a cable that is gone
+            me_a = link["a"] == host
+            peer = link["b"] if me_a else link["a"]
+            links.append(
+                {
+                    "peer": peer,
+                    "k": k,
+                    "port": cable["a_port"] if me_a else cable["b_port"],
+                    "peer_port": cabling.port_name(cable["b_port"] if me_a else cable["a_port"]),
+                    "cable": cabling.cable_label(cable),
+                    "subnet": link["subnet"],
+                    "prefix": int(link["subnet"].split("/")[1]),
+                    "address": link["a_ip"] if me_a else link["b_ip"],
+                    "peer_address": link["b_ip"] if me_a else link["a_ip"],
+                    "peer_node_address": nodes[peer],
+                    # The peer's own node address first: read_netplan names a link's peer by its first route.
+                    "routes": sorted(routed.get(peer, []), key=lambda h: (h != peer, index[h]))
+                    if k == 0
+                    else [],
+                }
+            )
+        links.sort(key=lambda entry: (index[entry["peer"]], entry["k"]))
+        out[host] = {
+            "index": index[host],
+            "links": links,
+            "hops": {h: graph.hops(host, h) for h in names if h != host},
+            "paths": {h: every_path[host].get(h, []) for h in names if h != host},
+            "transit": host in transit,
+        }
+    return out
+
+
+def mesh_node_plan(
+    host: str,
+    names: Sequence[str],
+    part: Mapping[str, Any],
+    nodes: Mapping[str, str],
+    interfaces: Mapping[str, str],
+    nodeaddr_ifname: str,
+) -> dict[str, Any]:
+    """One node's mesh plan from its part (mesh_parts) and every node's address: its ports resolved against
+    its interfaces (by name or MAC), the forwarding of a node that others' traffic crosses."""
+    links = []
+    for link in part["links"]:
+        port = resolved_port(link["port"], interfaces)
+        rest = {key: value for key, value in link.items() if key not in ("peer", "k", "port")}
         links.append(
             {
-                "peer": peer,
-                "k": k,
+                "peer": link["peer"],
+                "k": link["k"],
                 "ifname": port["name"],
                 "macaddress": port["macaddress"],
-                "peer_port": cabling.port_name(cable["b_port"] if me_a else cable["a_port"]),
-                "cable": cabling.cable_label(cable),
-                "subnet": link["subnet"],
-                "prefix": int(link["subnet"].split("/")[1]),
-                "address": link["a_ip"] if me_a else link["b_ip"],
-                "peer_address": link["b_ip"] if me_a else link["a_ip"],
-                "peer_node_address": nodes[peer],
-                # The peer's own node address first: read_netplan names a link's peer by its first route.
-                "routes": sorted(routed.get(peer, []), key=lambda h: (h != peer, names.index(h)))
-                if k == 0
-                else [],
+                **rest,
             }
         )
-    links.sort(key=lambda entry: (names.index(entry["peer"]), entry["k"]))
-    hops = {h: graph.hops(host, h) for h in names if h != host}
-    plan.update(
-        node_address=nodes[host],
-        socket_ifname=nodeaddr_ifname,
-        links=links,
-        fabric=None,
-        peers={h: nodes[h] for h in names if h != host},
-        hops=hops,
-        paths={h: graph.path(host, h) for h in names if h != host},
+    forwarding = [entry["ifname"] for entry in links] if part["transit"] else []
+    return {
+        "host": host,
+        "index": part["index"],
+        "topology": "mesh",
+        "node_address": nodes[host],
+        "socket_ifname": nodeaddr_ifname,
+        "links": links,
+        "fabric": None,
+        "rails": [],
+        "peers": {h: nodes[h] for h in names if h != host},
+        "hops": dict(part["hops"]),
+        "paths": dict(part["paths"]),
         # Packets between two other nodes pass here: the data ports forward them.
-        forwarding=[entry["ifname"] for entry in links] if host in graph.transit() else [],
-    )
-    return plan
+        "forwarding": forwarding,
+        "sysctl": [{"name": f"net.ipv4.conf.{ifname}.forwarding", "value": "1"} for ifname in forwarding],
+    }
 
 
 # --------------------------------------------------------------------------- netplan
@@ -177,26 +230,14 @@ def netplan_document(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
     ethernets: dict[str, Any] = {}
     network: dict[str, Any] = {"version": 2, "ethernets": ethernets}
 
-    def port(ifname: str, mac: str) -> dict[str, Any]:
-        entry: dict[str, Any] = {"renderer": "networkd"}
-        if mac:
-            # Match by MAC so a renamed or re-enumerated NIC still gets its address.
-            entry["match"] = {"macaddress": mac}
-            entry["set-name"] = ifname
-        entry.update({"mtu": mtu_value, "optional": True, "link-local": []})
-        return entry
-
     if plan["topology"] == "switched":
-        fabric = plan["fabric"]
-        entry = port(fabric["name"], fabric["macaddress"])
-        entry["addresses"] = [fabric["cidr"]]
-        ethernets[fabric["name"]] = entry
+        ethernets.update(fabric_plan.ethernets(plan, mtu_value))
         return {"network": network}
 
     own = plan["node_address"]
     peers = plan["peers"]
     for link in plan["links"]:
-        entry = port(link["ifname"], link["macaddress"])
+        entry = port_entry(link["ifname"], link["macaddress"], mtu_value)
         entry["addresses"] = [f"{link['address']}/{link['prefix']}"]
         # Host routes to the node addresses behind this cable (the peer's, and those reached through it),
         # sourced from our node address, so sockets bound to the node address stay on the data cables.
@@ -223,8 +264,7 @@ def netplan_document(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
 def expected_addresses(plan: Mapping[str, Any]) -> list[dict[str, str]]:
     """(ifname, address/len) pairs the plan configures, for netplan_apply's expect_addresses."""
     if plan.get("topology") == "switched":
-        fabric = plan["fabric"]
-        return [{"ifname": fabric["name"], "address": fabric["cidr"]}]
+        return [{"ifname": r["ifname"], "address": f"{r['address']}/{r['prefix']}"} for r in plan["rails"]]
     out = [
         {"ifname": link["ifname"], "address": f"{link['address']}/{link['prefix']}"} for link in plan["links"]
     ]

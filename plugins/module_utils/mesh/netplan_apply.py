@@ -58,6 +58,8 @@ class Target:
     size: int = 0
     # how an operator names the path ("data0 -> node1 (link address)"): errors lead with it, not the address
     name: str = ""
+    # the local address to send from (ping -I): a fabric NIC's own, so its source rule and table are probed
+    source: str = ""
 
     def label(self) -> str:
         addr = f"{self.address}, DF {self.size} B" if self.size else self.address
@@ -75,7 +77,12 @@ def parse_targets(raw: Sequence[Any]) -> list[Target]:
             targets.append(Target(item))
         elif isinstance(item, dict) and item.get("address"):
             targets.append(
-                Target(str(item["address"]), int(item.get("size") or 0), str(item.get("name") or ""))
+                Target(
+                    str(item["address"]),
+                    int(item.get("size") or 0),
+                    str(item.get("name") or ""),
+                    str(item.get("source") or ""),
+                )
             )
         else:
             raise ValueError(f"check target {item!r} is neither an address nor a mapping with 'address'")
@@ -96,7 +103,9 @@ def parse_expect(raw: Sequence[Any]) -> list[tuple[str, str]]:
 
 def ping_argv(target: Target, wait_s: int = 1) -> list[str]:
     """One quiet echo: only the exit status is read."""
-    return ping.argv(target.address, wait_s=wait_s, size=target.size, quiet=True)
+    return ping.argv(
+        target.address, wait_s=wait_s, size=target.size, source=target.source or None, quiet=True
+    )
 
 
 def probe_parallel(targets: Sequence[Target], wait_s: int = 1) -> list[bool]:
@@ -190,7 +199,8 @@ def read_addresses() -> dict[str, set[str]]:
 
 def run_command(argv: list[str]) -> tuple[int, str, str]:
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+        # subprocess, not run_command: run_command has no timeout
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)  # pylint: disable=ansible-bad-function
     except FileNotFoundError as exc:
         return 127, "", str(exc)
     except subprocess.TimeoutExpired:

@@ -49,7 +49,8 @@ def run_parallel(
         for argv in batch:
             try:
                 procs.append(
-                    subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                    # subprocess, not run_command: the probes run in parallel, each killed at its timeout
+                    subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # pylint: disable=ansible-bad-function
                 )
             except OSError as exc:
                 procs.append({"rc": 127, "stdout": "", "stderr": f"{argv[0]}: {exc.strerror}"})
@@ -94,7 +95,12 @@ def probe(
     valid = check_checks(checks)
     if not valid:
         return []
-    routes = [["ip", "-j", "route", "get", str(check["address"])] for check in valid]
+    # A fabric rail's check asks the route from its own address: its source rule picks the rail's table.
+    routes = [
+        ["ip", "-j", "route", "get", str(check["address"])]
+        + (["from", str(check["source"])] if check.get("rail") and check.get("source") else [])
+        for check in valid
+    ]
     pings = [
         ping_cmd.argv(
             str(check["address"]),

@@ -2,8 +2,9 @@
 """Which paths a node must reach, and whether it reached them.
 
 path_checks lists what one node probes, from its plan: each cable's far end and every peer's node address
-(mesh) or fabric address (switched), each with the interface its route must take, the hops the cabling
-gives and a don't-fragment size at the MTU; check_targets picks those netplan_apply's rollback probe pings.
+(mesh) or fabric address (switched; on every rail, with several), each with the interface its route must take,
+the hops the cabling gives and a don't-fragment size at the MTU; check_targets picks those netplan_apply's
+rollback probe pings.
 verify_results joins the checks with the answers of `ip -j route get` and ping (path_probe runs them), and
 reachability_table shows every node's results as one all-pairs table.
 """
@@ -30,20 +31,7 @@ def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
     size = ping_cmd.df_payload(mtu)
     checks: list[dict[str, Any]] = []
     if plan.get("topology") == "switched":
-        fabric = plan["fabric"]
-        for peer, address in plan["peers"].items():
-            checks.append(
-                {
-                    "dst": peer,
-                    "kind": "fabric",
-                    "address": address,
-                    "expected_dev": fabric["name"],
-                    "size": size,
-                    "source": "",
-                    "hops": 1,
-                }
-            )
-        return checks
+        return _fabric_checks(plan, size)
     by_peer: dict[str, list[Mapping[str, Any]]] = {}
     for link in plan["links"]:
         by_peer.setdefault(link["peer"], []).append(link)
@@ -82,26 +70,81 @@ def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
     return checks
 
 
-def check_targets(extra: Sequence[str], plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
+def _fabric_checks(plan: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
+    """Switched: each peer's fabric address over the fabric port; with several rails, each peer's address on
+    every rail, from this node's address on that rail (its source rule picks the rail's port)."""
+    rail_peers = plan.get("rail_peers")
+    checks: list[dict[str, Any]] = []
+    for peer, address in plan["peers"].items():
+        if not rail_peers:
+            checks.append(
+                {
+                    "dst": peer,
+                    "kind": "fabric",
+                    "address": address,
+                    "expected_dev": plan["fabric"]["name"],
+                    "size": size,
+                    "source": "",
+                    "hops": 1,
+                }
+            )
+            continue
+        for rail in plan["rails"]:
+            checks.append(
+                {
+                    "dst": peer,
+                    "kind": "fabric",
+                    "address": rail_peers[peer][rail["rail"]],
+                    "expected_dev": rail["ifname"],
+                    "size": size,
+                    "source": rail["address"],
+                    "hops": 1,
+                    "rail": rail["name"],
+                }
+            )
+    return checks
+
+
+def _neighbours(plan: Mapping[str, Any]) -> set[str]:
+    """The nodes before and after this one in the host list (round the end): the peers every rail but the
+    first probes after an apply, so the probe stays a few pings per rail on a fabric of any size."""
+    peers = list(plan.get("peers") or {})
+    if not peers:
+        return set()
+    k = int(plan.get("index") or 0)
+    return {peers[(k - 1) % len(peers)], peers[k % len(peers)]}
+
+
+def check_targets(
+    extra: Sequence[str],
+    plan: Mapping[str, Any],
+    mtu: Any,
+    checks: Sequence[Mapping[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     """Targets for netplan_apply: extra addresses (plain ping) plus every direct path check (DF at the MTU).
 
     Node addresses further than one cable are left to verify: they answer only once every node on the way
-    has applied its own plan, and the nodes apply at the same time.
+    has applied its own plan, and the nodes apply at the same time. On a switched fabric with several rails
+    every peer is probed on rail 0 (as on one port), the neighbours in the host list on each further rail,
+    each from this node's address on the rail. ``checks``: path_checks(plan, mtu), when already made.
     """
     targets: list[dict[str, Any]] = [
         {"address": str(a), "size": 0, "name": f"management path to {a}"} for a in extra if a
     ]
     what = {"link": "link address", "node": "node address", "fabric": "fabric address"}
-    targets += [
-        {
+    near = _neighbours(plan)
+    for c in path_checks(plan, mtu) if checks is None else checks:
+        if c.get("hops", 1) != 1 or (c.get("rail", "rail0") != "rail0" and c["dst"] not in near):
+            continue
+        target = {
             "address": c["address"],
             "size": c["size"],
             # ports and peers, the way an operator reads a cabling problem
             "name": f"{plan.get('host', 'this node')} {c['expected_dev']} -> {c['dst']} {what[c['kind']]}",
         }
-        for c in path_checks(plan, mtu)
-        if c.get("hops", 1) == 1
-    ]
+        if c.get("rail"):
+            target["source"] = c["source"]
+        targets.append(target)
     return targets
 
 
@@ -136,7 +179,7 @@ def verify_results(
             "ping_ok": ping_ok,
             "rtt_ms": answer["avg_ms"],
         }
-        for key in ("cable", "path"):
+        for key in ("cable", "path", "rail"):
             if check.get(key):
                 entry[key] = check[key]
         if check.get("hops"):
@@ -158,6 +201,8 @@ def verify_results(
             where = ""
             if check.get("cable"):
                 where = f" (cable {check['cable']})"
+            elif check.get("rail"):
+                where = f" ({check['rail']}, {check['expected_dev']} from {check['source']})"
             elif check.get("path") and len(check["path"]) > 2:
                 where = f" (path {' -> '.join(check['path'])})"
             entry["error"] = (

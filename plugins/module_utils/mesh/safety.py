@@ -68,10 +68,13 @@ def default_route_devs(text: Any) -> list[str]:
 
 
 def _port_names(ports: Any, fabric_port: Any, topology: str, interfaces: Mapping[str, str]) -> dict[str, str]:
-    """{ifname: what the inventory calls it} for the data ports that resolve on this node."""
+    """{ifname: what the inventory calls it} for the data ports that resolve on this node. ``fabric_port``:
+    the one fabric port, or the list of them in rail order (mesh_network_fabric_ports)."""
     specs: dict[str, Any] = {}
     if topology == "switched":
-        if fabric_port:
+        if isinstance(fabric_port, list):
+            specs = {f"mesh_network_fabric_ports rail{i}": spec for i, spec in enumerate(fabric_port)}
+        elif fabric_port:
             specs["mesh_network_fabric_port"] = fabric_port
     elif isinstance(ports, Mapping):
         specs = {f"port for peer {peer!r}": spec for peer, spec in ports.items()}

@@ -101,7 +101,9 @@ def _running_xe(data: str | ET.Element, names: Names) -> tuple[list[Line], set[s
     native = _root(data, XE, "native")
     lines: list[Line] = []
     ports: set[str] = set()
-    for kind_el in _child(native, "interface") or []:
+    interfaces = _child(native, "interface")
+    # not `or []`: an element's truth value is its having children (deprecated since Python 3.12)
+    for kind_el in interfaces if interfaces is not None else []:
         kind = _local(kind_el.tag)
         name = _text(_child(kind_el, "name"))
         ports.add(f"{kind}{name}")

@@ -114,7 +114,8 @@ class Runner:
 
     def run(self, argv: list[str], timeout: float) -> dict[str, Any]:
         started = time.monotonic()
-        self.proc = subprocess.Popen(
+        # subprocess, not run_command: its own process group, killed from a signal handler
+        self.proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
             argv,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

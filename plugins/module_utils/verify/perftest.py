@@ -83,7 +83,12 @@ def _decimal_gid(text: str) -> dict[str, Any]:
     raw = bytes(int(part) for part in text.split(":"))
     address = ipaddress.IPv6Address(raw)
     mapped = address.ipv4_mapped
-    return {"gid": str(address), "ipv4": str(mapped) if mapped else None}
+    if mapped is None:
+        return {"gid": str(address), "ipv4": None}
+    # Python 3.13 prints a mapped address as ::ffff:a.b.c.d, 3.12 and earlier in hex (as sysfs does): hex on
+    # every Python, so that the node's Python does not change the report.
+    high, low = int.from_bytes(raw[12:14], "big"), int.from_bytes(raw[14:16], "big")
+    return {"gid": f"::ffff:{high:x}:{low:x}", "ipv4": str(mapped)}
 
 
 def _address(text: str) -> dict[str, Any]:

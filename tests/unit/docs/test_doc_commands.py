@@ -76,6 +76,9 @@ RULES = [
     Rule(r"^(\w+=\S+ )*(\.venv/bin/python |python3? )?benchmarks/gpu/", "skip", GPU),
     # a wheel carried to the GPU machine (the device's venv), installed there before a benchmark call
     Rule(r"^python3? -m pip install --no-deps '?\.whl/", "skip", GPU),
+    # the data network's plan on the controller: plain Python, seconds (the figures' run: each row 3 times)
+    Rule(r"^(\.venv/bin/python |python3? )?benchmarks/fabric_plan\.py .*--repeat", "skip", "each row 3x"),
+    Rule(r"^(\.venv/bin/python |python3? )?benchmarks/fabric_plan\.py", "run"),
     Rule(r"^(\.venv/bin/python |python3? )?(scripts|benchmarks|tests)/\S+", "skip", ROOT_LAB),
     Rule(r"^(\w+=\S+ )+scripts/\S+", "skip", ROOT_LAB),
 ]

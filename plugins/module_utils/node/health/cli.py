@@ -94,7 +94,8 @@ def slurm_action(fails: list[dict[str, Any]], state: str, reason: str) -> tuple[
 
 
 def _scontrol(args: list[str]) -> str:
-    proc = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=30, check=False)
+    # subprocess, not run_command: node-side CLI (no AnsibleModule), and run_command has no timeout
+    proc = subprocess.run(["scontrol", *args], capture_output=True, text=True, timeout=30, check=False)  # pylint: disable=ansible-bad-function
     if proc.returncode != 0:
         raise OSError(f"scontrol {' '.join(args)} exited {proc.returncode}: {proc.stderr.strip()[:300]}")
     return proc.stdout

@@ -51,7 +51,8 @@ class Sources:
         if shutil.which(argv[0]) is None:
             return None, f"{argv[0]} not found"
         try:
-            proc = subprocess.run(
+            # subprocess, not run_command: the node-side CLI runs this too; run_command has no timeout
+            proc = subprocess.run(  # pylint: disable=ansible-bad-function
                 argv, capture_output=True, text=True, timeout=timeout_s or self.timeout_s, check=False
             )
         except subprocess.TimeoutExpired:

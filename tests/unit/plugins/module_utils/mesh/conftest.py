@@ -1,8 +1,17 @@
-"""Shared helpers for the mesh tests: host names, the role's pools, a node's interfaces, real host plans."""
+"""Shared helpers for the mesh tests: host names, the role's pools, a node's interfaces, real host plans, and
+the role's two check phases as tasks/validate.yml calls them."""
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import data_ports, host_plan
+from collections.abc import Mapping
+from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import (
+    check,
+    cluster,
+    data_ports,
+    host_plan,
+)
 
 from ...conftest import FIXTURE_DIR
 
@@ -37,3 +46,82 @@ def mesh_plans(n: int) -> dict[str, dict[str, object]]:
             **PLAN_ARGS,
         )
     return plans
+
+
+# The role's settings as the phase tests pass them (the lab's management network, the role's pools).
+ROLE_SETTINGS: dict[str, Any] = {
+    "mgmt_cidr": "10.93.0.0/24",
+    "link_pool": "192.168.100.0/22",
+    "link_prefix": 30,
+    "node_pool": "10.255.0.0/24",
+    "fabric_subnet": "192.168.200.0/24",
+    "mtu": 9000,
+    "nodeaddr_ifname": "nodeaddr0",
+    "renumber": False,
+    "apply_targets": ["10.93.0.1"],
+}
+# The switched fabric's settings as the role's defaults give them (defaults/main.yml, leaf routes templated).
+FABRIC_DEFAULTS: dict[str, Any] = {
+    "fabric_scheme": "auto",
+    "fabric_table_base": 100,
+    "rail_subnets": [],
+    "rail_pool": "192.168.192.0/20",
+    "rail_prefix": 24,
+    "leaf_pool": "10.200.0.0/16",
+    "leaf_routes": ["10.200.0.0/16"],
+}
+CLUSTER_KEYS = (
+    "hosts",
+    "topology",
+    "mgmt_cidr",
+    "link_pool",
+    "link_prefix",
+    "node_pool",
+    "fabric_subnet",
+    "mtu",
+    "nodeaddr_ifname",
+    "renumber",
+    "nodes",
+    *FABRIC_DEFAULTS,
+)
+
+
+def cluster_args(params: Mapping[str, Any]) -> dict[str, Any]:
+    """What tasks/validate.yml passes rdmaops.cluster.mesh_network_plan, from the role's inputs:
+    ``all_ports``, ``all_fabric_ports``, ``all_fabric_port`` are every node's inventory values."""
+    args = {key: params.get(key, FABRIC_DEFAULTS.get(key)) for key in CLUSTER_KEYS}
+    args.update(
+        ports=params.get("all_ports") or {},
+        fabric_ports=params.get("all_fabric_ports") or {},
+        fabric_port=params.get("all_fabric_port") or {},
+    )
+    return args
+
+
+def node_args(params: Mapping[str, Any], cluster_plan: Mapping[str, Any]) -> dict[str, Any]:
+    """What tasks/validate.yml passes rdmaops.cluster.mesh_network_check for ``params['host']``."""
+    host = params["host"]
+    return {
+        "host": host,
+        "topology": params["topology"],
+        "ports": params.get("ports", {}),
+        "fabric_ports": params.get("fabric_ports", []),
+        "fabric_port": params.get("fabric_port", ""),
+        "mgmt_cidr": params["mgmt_cidr"],
+        "mtu": params["mtu"],
+        "nodeaddr_ifname": params["nodeaddr_ifname"],
+        "node": params["nodes"][host],
+        "part": cluster_plan["nodes"].get(host, {}),
+        "shared": cluster_plan["shared"],
+        "apply_targets": params.get("apply_targets", []),
+    }
+
+
+def role_phases(params: Mapping[str, Any]) -> dict[str, Any]:
+    """tasks/validate.yml for ``params['host']``: the cluster phase (once), then the node's check. The errors
+    of the phase that refused, or the node's plan (and the cluster's, as ``cluster``)."""
+    once = cluster.plan(cluster_args(params))
+    if once["errors"]:
+        return {"errors": once["errors"], "plan": {}, "cluster": {}}
+    out = check.check(node_args(params, once["plan"]))
+    return {**out, "cluster": once["plan"]}

@@ -407,3 +407,39 @@ def test_the_order_search_gives_up_in_bounded_time_where_no_path_passes_every_no
     # Breadth-first from node1: node1, its 9 neighbours, then the other 6 of its side.
     assert order == ["node1", *right, *left[1:]]
     assert g.shape() == "partial" and cabling.connectivity_errors(g) == []
+
+
+@pytest.mark.parametrize(
+    "ports",
+    [
+        ring(9),
+        chain(6),
+        full_mesh(5),
+        # a partial mesh with ties: node1 reaches node4 over node2 or node3, the first in host order wins
+        {
+            "node1": {"node2": "d0", "node3": "d1"},
+            "node2": {"node1": "d0", "node4": "d1", "node5": "d2"},
+            "node3": {"node1": "d0", "node4": "d1"},
+            "node4": {"node2": "d0", "node3": "d1"},
+            "node5": {"node2": "d0"},
+        },
+    ],
+    ids=["ring9", "chain6", "mesh5", "partial"],
+)
+def test_next_hops_computed_once_per_node_are_the_shortest_paths_first_neighbour(
+    ports: dict[str, Any],
+) -> None:
+    """Each node's next hops come from one pass over its distances (cluster.py plans every node from them):
+    the neighbour, first in host order, one hop closer; transit nodes are the insides of every path."""
+    g = graph(ports)
+    for src in g.hosts:
+        for dst in g.hosts:
+            far = g.hops(src, dst)
+            want = None if not far else next(p for p in g.neighbours[src] if g.hops(p, dst) == far - 1)
+            assert g.next_hop(src, dst) == want
+            path = g.path(src, dst)
+            assert len(path) == (far or 0) + 1 and path[0] == src and path[-1] == dst
+    every = g.paths()
+    assert every == {s: {d: g.path(s, d) for d in g.hosts if d != s} for s in g.hosts}
+    inside = {h for s in g.hosts for d in g.hosts for h in g.path(s, d)[1:-1]}
+    assert g.transit() == [h for h in g.hosts if h in inside]

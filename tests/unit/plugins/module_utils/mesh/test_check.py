@@ -1,4 +1,6 @@
-"""The mesh_network role's check phase (plugins/module_utils/mesh/check.py, action mesh_network_check).
+"""The mesh_network role's two check phases as tasks/validate.yml runs them: the cluster phase once
+(plugins/module_utils/mesh/cluster.py, action mesh_network_plan), then each node's check
+(plugins/module_utils/mesh/check.py, action mesh_network_check).
 
 What the nodes report is `ip -j addr show` / `ip -j route show default` in iproute2's JSON (the keys a real
 node prints: ifname, address, addr_info with family and local), as tasks/interfaces.yml hands it over.
@@ -14,12 +16,11 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_check import ActionModule
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import check as mc
+from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_plan import ActionModule as PlanAction
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import data_ports, host_plan
 
 from ...conftest import FIXTURE_DIR, ROOT, run_action
-
-MGMT = "10.93.0.0/24"
+from .conftest import ROLE_SETTINGS, cluster_args, node_args, role_phases
 
 
 def ip_addr(index: int, ports: list[str], extra: dict[str, str] | None = None) -> str:
@@ -76,16 +77,8 @@ def inventory(port_map: dict[str, dict[str, Any]], /, **changes: Any) -> dict[st
         "ports": ports[hosts[0]],
         "all_ports": ports,
         "fabric_port": "",
-        "mgmt_cidr": MGMT,
-        "link_pool": "192.168.100.0/22",
-        "link_prefix": 30,
-        "node_pool": "10.255.0.0/24",
-        "fabric_subnet": "192.168.200.0/24",
-        "mtu": 9000,
-        "nodeaddr_ifname": "nodeaddr0",
-        "renumber": False,
+        **ROLE_SETTINGS,
         "nodes": nodes,
-        "apply_targets": ["10.93.0.1"],
     }
     params.update(changes)
     return params
@@ -105,7 +98,7 @@ def lab_ring(n: int) -> dict[str, dict[str, Any]]:
 
 
 def test_a_full_mesh_gets_the_same_addresses_and_netplan_as_before() -> None:
-    out = mc.check(inventory(lab_mesh(3)))
+    out = role_phases(inventory(lab_mesh(3)))
     assert out["errors"] == []
     plan = out["plan"]
     legacy = host_plan.host_plan(
@@ -131,7 +124,8 @@ def test_a_full_mesh_gets_the_same_addresses_and_netplan_as_before() -> None:
         "size": 0,
         "name": "management path to 10.93.0.1",
     }
-    assert plan["cabling"]["shape"] == "full_mesh" and plan["cabling"]["order"] == ["node1", "node2", "node3"]
+    cabling = out["cluster"]["cabling"]
+    assert cabling["shape"] == "full_mesh" and cabling["order"] == ["node1", "node2", "node3"]
     assert plan["mgmt_identity"] == {
         "ifname": "mgmt0",
         "address": "10.93.0.11",
@@ -140,9 +134,9 @@ def test_a_full_mesh_gets_the_same_addresses_and_netplan_as_before() -> None:
 
 
 def test_a_ring_plans_routes_hops_and_the_cabling_summary() -> None:
-    out = mc.check(inventory(lab_ring(4)))
+    out = role_phases(inventory(lab_ring(4)))
     assert out["errors"] == []
-    plan, cabling = out["plan"], out["plan"]["cabling"]
+    plan, cabling = out["plan"], out["cluster"]["cabling"]
     assert cabling["shape"] == "ring" and cabling["order"] == ["node1", "node2", "node3", "node4"]
     assert cabling["non_neighbours"] and cabling["max_hops"] == 2 and cabling["link_prefix"] == 30
     assert cabling["transit"] == ["node1", "node2"] and plan["forwarding"] == ["data1", "data0"]
@@ -152,7 +146,7 @@ def test_a_ring_plans_routes_hops_and_the_cabling_summary() -> None:
 
 
 def error_of(params: dict[str, Any]) -> str:
-    out = mc.check(params)
+    out = role_phases(params)
     assert out["plan"] == {}
     return "; ".join(dict.fromkeys(out["errors"]))
 
@@ -227,7 +221,7 @@ def test_a_disconnected_cabling_is_refused() -> None:
 
 def test_addresses_in_use_are_kept_when_the_list_is_reordered() -> None:
     first = inventory(lab_mesh(3))
-    plans = {h: mc.check({**first, "host": h, "ports": lab_mesh(3)[h]})["plan"] for h in lab_mesh(3)}
+    plans = {h: role_phases({**first, "host": h, "ports": lab_mesh(3)[h]})["plan"] for h in lab_mesh(3)}
     reordered = inventory({h: lab_mesh(3)[h] for h in ["node3", "node2", "node1"]})
     for h, plan in plans.items():
         # What the role wrote: the netplan document and the peers comment, read back on the next run.
@@ -236,18 +230,25 @@ def test_addresses_in_use_are_kept_when_the_list_is_reordered() -> None:
         node["netplan_text"] = "# rdmaops-mesh-peers: " + json.dumps(
             {x["ifname"]: x["peer"] for x in plan["links"]}
         )
-    again = mc.check({**reordered, "host": "node1", "ports": lab_mesh(3)["node1"]})
+    again = role_phases({**reordered, "host": "node1", "ports": lab_mesh(3)["node1"]})
     assert again["errors"] == [] and again["plan"]["layout"]["kept"] == 3
     assert again["plan"]["netplan"] == plans["node1"]["netplan"]
 
 
-def test_the_action_fails_with_every_error_in_one_message() -> None:
-    out = run_action(ActionModule, inventory(lab_mesh(3), mtu=65000, link_prefix=32), check_mode=True)
+def test_the_actions_fail_with_every_error_in_one_message() -> None:
+    bad = inventory(lab_mesh(3), mtu=65000, link_prefix=32)
+    out = run_action(PlanAction, cluster_args(bad), check_mode=True)
     assert out["failed"] is True and out["plan"] == {}
     assert "mesh_network_mtu '65000' must be an integer in 1280..9216" in out["msg"]
     assert "prefix 32 is too long" in out["msg"]
-    ok = run_action(ActionModule, inventory(lab_mesh(3)), check_mode=True)
+    good = inventory(lab_mesh(3))
+    once = run_action(PlanAction, cluster_args(good), check_mode=True)
+    assert not once.get("failed") and once["changed"] is False
+    ok = run_action(ActionModule, node_args(good, once["plan"]), check_mode=True)
     assert not ok.get("failed") and ok["plan"]["node_address"] == "10.255.0.1" and ok["changed"] is False
+    wrong = node_args({**good, "ports": {"node2": "enp9s9f9np9", "node3": "data1"}}, once["plan"])
+    refused = run_action(ActionModule, wrong, check_mode=True)
+    assert refused["failed"] is True and "interface 'enp9s9f9np9' does not exist" in refused["msg"]
 
 
 FIXTURES = FIXTURE_DIR / "iproute2"
@@ -270,7 +271,7 @@ def render(host: str, plan: dict[str, Any]) -> str:
 @pytest.mark.parametrize("host", ["node1", "node2", "node3"])
 def test_the_3_node_lab_gets_byte_identical_netplan_files(host: str) -> None:
     params = inventory(lab_mesh(3))
-    out = mc.check({**params, "host": host, "ports": lab_mesh(3)[host]})
+    out = role_phases({**params, "host": host, "ports": lab_mesh(3)[host]})
     assert out["errors"] == []
     assert render(host, out["plan"]) == (FIXTURES / f"netplan_{host}_mesh3_main.yaml.txt").read_text()
 
@@ -280,13 +281,13 @@ def test_the_mtu_is_checked_against_each_data_ports_maxmtu() -> None:
     real = (FIXTURES / "ip_d_addr_node1_mesh.json").read_text()
     args = inventory(lab_mesh(3))
     args["nodes"]["node1"]["addr"] = real
-    assert mc.check(args)["errors"] == []
+    assert role_phases(args)["errors"] == []
     smaller = json.loads(real)
     for link in smaller:
         if link["ifname"] == "data1":
             link["max_mtu"] = 1500  # a NIC without jumbo frames
     args["nodes"]["node1"]["addr"] = json.dumps(smaller)
-    assert mc.check(args)["errors"] == [
+    assert role_phases(args)["errors"] == [
         "node1: mesh_network_mtu 9000 is larger than port data1's maxmtu 1500 (`ip -d link show data1`): "
         "lower mesh_network_mtu or use ports that carry it"
     ]

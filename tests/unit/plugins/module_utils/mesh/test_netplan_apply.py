@@ -515,3 +515,13 @@ def test_the_hook_stops_the_process_only_while_its_flag_exists(tmp_path: Path) -
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_target_with_a_source_is_pinged_from_that_address() -> None:
+    """A fabric rail's target: pinged from the node's address on that rail, so its source rule is probed."""
+    target = na.parse_targets(
+        [{"address": "192.168.200.2", "size": 8972, "name": "rail1", "source": "192.168.200.6"}]
+    )
+    assert target == [na.Target("192.168.200.2", 8972, "rail1", "192.168.200.6")]
+    assert na.ping_argv(target[0])[-3:] == ["-I", "192.168.200.6", "192.168.200.2"]
+    assert "-I" not in na.ping_argv(na.Target("192.168.200.2"))

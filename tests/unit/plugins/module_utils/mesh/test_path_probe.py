@@ -77,7 +77,8 @@ class FakeRunner:
         out = []
         for argv in commands:
             if argv[0] == "ip":
-                out.append({"rc": 0, "stdout": self.routes[argv[-1]], "stderr": ""})
+                address = argv[4]  # ip -j route get ADDRESS [from SOURCE]
+                out.append({"rc": 0, "stdout": self.routes[address], "stderr": ""})
             else:
                 rc, text = self.pings[argv[-1]]
                 out.append({"rc": rc, "stdout": text, "stderr": ""})
@@ -196,3 +197,25 @@ def test_real_route_and_ping_of_loopback() -> None:
     (result,) = path_probe.probe([check], count=2, interval=0.2, wait_s=1)
     assert result["dev"] == "lo" and result["ok"], json.dumps(result)
     assert isinstance(result["rtt_ms"], float)
+
+
+def test_a_rails_route_is_looked_up_from_its_own_address() -> None:
+    """A switched fabric's rail check: `ip route get` from the rail's address, as its source rule sees it."""
+    check = {
+        "dst": "gpu01",
+        "kind": "fabric",
+        "address": "192.168.200.2",
+        "expected_dev": "ens1f1np1",
+        "size": 8972,
+        "source": "192.168.200.6",
+        "hops": 1,
+        "rail": "rail1",
+    }
+    route = '[{"dst":"192.168.200.2","dev":"ens1f1np1","prefsrc":"192.168.200.6","table":"101"}]'
+    runner = FakeRunner({"192.168.200.2": route}, {"192.168.200.2": (1, PING_MTU)})
+    (result,) = path_probe.probe([check], runner=runner)
+    assert runner.batches[0] == [["ip", "-j", "route", "get", "192.168.200.2", "from", "192.168.200.6"]]
+    assert result["route_ok"] and result["rail"] == "rail1" and not result["ok"]
+    assert result["error"].startswith(
+        "gpu01 fabric address 192.168.200.2 (rail1, ens1f1np1 from 192.168.200.6): DF ping of 8972 B failed"
+    )

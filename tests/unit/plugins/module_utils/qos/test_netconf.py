@@ -212,8 +212,8 @@ def test_the_test_hook_stops_the_module_after_the_verified_commit_only_when_aske
     monkeypatch.setenv(nq.PAUSE_ENV, "verified")
     server = Server(XE_FACTORY)
     apply(server, tmp_path)
-    assert [stop[:2] for stop in stops] == [(os.getpid(), signal.SIGSTOP)]
-    seen, sessions = stops[0][2:]
+    assert [(pid, sig) for pid, sig, _seen, _sessions in stops] == [(os.getpid(), signal.SIGSTOP)]
+    _pid, _sig, seen, sessions = stops[0]
     # the commit read back on the first session; the management check's session not opened yet
     assert seen[-2:] == ["commit confirmed", "get-config running"] and sessions == 1
     assert len(server.sessions) == 2 and committed(server)
