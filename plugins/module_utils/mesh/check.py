@@ -1,6 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The mesh_network role's check phase, per node: its part of the cluster's plan and what it reported in,
-``{errors, plan}`` out.
+"""The mesh_network role's check phase: a node's part of the cluster's plan and what the node reported in,
+``{errors, plan}`` out, per host.
 
 One pure function (``check``) behind the action plugin rdmaops.cluster.mesh_network_check, per host, after
 the cluster phase (cluster.py, once per run) planned every node: the rules that need this node's own facts
