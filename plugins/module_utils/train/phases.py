@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The train role's two phases on the controller (action plugins rdmaops.cluster.train_check and
-rdmaops.cluster.train_plan, built on plugin_utils/phase.py's PhaseAction).
+"""The train role's check and plan phases: their inputs in, ``{errors, plan}`` out, on the controller
+(action plugins rdmaops.cluster.train_check and rdmaops.cluster.train_plan, built on plugin_utils/phase.py's
+PhaseAction).
 
 ``check`` (tasks/validate.yml): the role's inputs, the recipe resolved once with the trainer's own code and
 written out as the one recipe file every node runs (with its sha256), the job's names and paths.
@@ -38,7 +39,7 @@ HSDP_KEY = "strategy.fsdp2.hsdp"
 HSDP_VALUES = {"on": "true", "off": "false", "auto": "auto"}
 SUPERVISOR_FILE = "supervise.py"
 
-CHECK_SPEC: dict[str, Any] = {
+TRAIN_CHECK_SPEC: dict[str, Any] = {
     "recipe": {"type": "str", "required": True},
     "overrides": {"type": "dict", "default": {}},
     "steps": {"type": "raw", "default": ""},
@@ -61,7 +62,7 @@ CHECK_SPEC: dict[str, Any] = {
     **health_gate.MODE_SPEC,
 }
 
-PLAN_SPEC: dict[str, Any] = {
+TRAIN_PLAN_SPEC: dict[str, Any] = {
     "check": {"type": "dict", "required": True},
     "reports": {"type": "dict", "required": True},
     "addresses": {"type": "dict", "default": {}},
