@@ -269,7 +269,7 @@ def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> No
             recipe = "tiny"
         check = phases.check(
             {
-                **spec_defaults(phases.CHECK_SPEC),
+                **spec_defaults(phases.TRAIN_CHECK_SPEC),
                 # node health is the GPU machine's own business here: no node_health report to gate on
                 "health": "off",
                 "recipe": recipe,
@@ -295,7 +295,7 @@ def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> No
         reports = {h: report(env, total // row["nodes"], f"10.255.0.{i + 1}") for i, h in enumerate(hosts)}
         planned = phases.plan(
             {
-                **spec_defaults(phases.PLAN_SPEC),
+                **spec_defaults(phases.TRAIN_PLAN_SPEC),
                 "check": check["plan"],
                 "reports": reports,
                 "addresses": {},

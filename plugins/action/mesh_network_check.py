@@ -4,11 +4,11 @@ controller (documentation: plugins/modules/mesh_network_check.py, rules: module_
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.check import ARGUMENT_SPEC, check
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.check import MESH_NETWORK_CHECK_SPEC, check
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "mesh_network_check"
-    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_SPEC = MESH_NETWORK_CHECK_SPEC
     PHASE = check

@@ -17,7 +17,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import agent as train_agent
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import (
-    ARGUMENT_SPEC,
+    TRAIN_WATCH_SPEC,
     JobWatch,
     Limits,
 )
@@ -34,7 +34,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        p = task_args("train_watch", ARGUMENT_SPEC, self._task.args)
+        p = task_args("train_watch", TRAIN_WATCH_SPEC, self._task.args)
         if self._play_context.check_mode:
             result.update(changed=False, skipped=True, msg="check mode: nothing was launched to watch")
             return result
@@ -45,7 +45,12 @@ class ActionModule(ActionBase):
         sel = selectors.DefaultSelector()
         started = float(p["started"] or time.time())
         watch = JobWatch(
-            p["job"], p["nodes"], total_steps=p["total_steps"], started=started, limits=Limits.from_params(p)
+            p["job"],
+            p["nodes"],
+            total_steps=p["total_steps"],
+            started=started,
+            limits=Limits.from_params(p),
+            cables=p["cables"],
         )
         buffers: dict[str, bytes] = {}
         try:
@@ -59,6 +64,7 @@ class ActionModule(ActionBase):
                     interval=p["poll_interval"],
                     offset=p["metrics_offset"] if rank == 0 else 0,
                     events=p["events_file"],
+                    ports=watch.cables.ports(node),
                 )
                 proc = subprocess.Popen(
                     argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -90,6 +96,8 @@ class ActionModule(ActionBase):
                             watch.feed(node, json.loads(line), now)
                         except ValueError:
                             continue
+                for text in watch.cables.take_news():  # a lost cable is named as soon as an agent sees it
+                    display.warning(text)
                 now = time.time()
                 outcome = watch.decide(now)
                 if watch.progress_due(now, p["progress_interval"], outcome):

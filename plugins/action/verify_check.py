@@ -7,11 +7,11 @@ Documentation: plugins/modules/verify_check.py; rules: module_utils/verify/phase
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import CHECK_SPEC, check
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import VERIFY_CHECK_SPEC, check
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "verify_check"
-    ARGUMENT_SPEC = CHECK_SPEC
+    ARGUMENT_SPEC = VERIFY_CHECK_SPEC
     PHASE = check

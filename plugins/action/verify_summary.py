@@ -7,11 +7,14 @@ Documentation: plugins/modules/verify_summary.py; rules: module_utils/verify/pha
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import SUMMARY_SPEC, summary
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import (
+    VERIFY_SUMMARY_SPEC,
+    summary,
+)
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "verify_summary"
-    ARGUMENT_SPEC = SUMMARY_SPEC
+    ARGUMENT_SPEC = VERIFY_SUMMARY_SPEC
     PHASE = summary

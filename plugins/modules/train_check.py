@@ -144,11 +144,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import CHECK_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import TRAIN_CHECK_SPEC
 
 
 def main() -> None:
-    refuse_without_action("train_check", CHECK_SPEC)
+    refuse_without_action("train_check", TRAIN_CHECK_SPEC)
 
 
 if __name__ == "__main__":

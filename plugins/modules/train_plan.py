@@ -135,11 +135,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import PLAN_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import TRAIN_PLAN_SPEC
 
 
 def main() -> None:
-    refuse_without_action("train_plan", PLAN_SPEC)
+    refuse_without_action("train_plan", TRAIN_PLAN_SPEC)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,15 @@ options:
     description: Seconds between two reports of each node's agent.
     type: float
     default: 2.0
+  cables:
+    description:
+      - Per node, the data ports whose cables the node's agent reads at every report (carrier, and the RDMA
+        port's state behind a port), each a mapping with C(port), C(peer) (what the cable joins it to) and
+        C(rerouted) (whether the cabling has another path between the two ends).
+      - A cable that goes down is named at once as a warning (node, port, peer, the step), and again when it
+        is back; a job that then fails or hangs names the lost cable first in its verdict.
+    type: dict
+    default: {}
 attributes:
   action:
     description: Runs on the controller.
@@ -178,11 +187,11 @@ warnings:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import TRAIN_WATCH_SPEC
 
 
 def main() -> None:
-    refuse_without_action("train_watch", ARGUMENT_SPEC)
+    refuse_without_action("train_watch", TRAIN_WATCH_SPEC)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The train role's two phases on the controller (action plugins rdmaops.cluster.train_check and
-rdmaops.cluster.train_plan, built on plugin_utils/phase.py's PhaseAction).
+"""The train role's check and plan phases: their inputs in, ``{errors, plan}`` out, on the controller
+(action plugins rdmaops.cluster.train_check and rdmaops.cluster.train_plan, built on plugin_utils/phase.py's
+PhaseAction).
 
 ``check`` (tasks/validate.yml): the role's inputs, the recipe resolved with the trainer's own code and fitted
 to the play's hosts (a recipe that cannot run on them is refused before any node is asked), the job's names
@@ -44,7 +45,7 @@ HSDP_KEY = "strategy.fsdp2.hsdp"
 HSDP_VALUES = {"on": "true", "off": "false", "auto": "auto"}
 SUPERVISOR_FILE = "supervise.py"
 
-CHECK_SPEC: dict[str, Any] = {
+TRAIN_CHECK_SPEC: dict[str, Any] = {
     "recipe": {"type": "str", "required": True},
     "overrides": {"type": "dict", "default": {}},
     "steps": {"type": "raw", "default": ""},
@@ -67,7 +68,7 @@ CHECK_SPEC: dict[str, Any] = {
     **health_gate.MODE_SPEC,
 }
 
-PLAN_SPEC: dict[str, Any] = {
+TRAIN_PLAN_SPEC: dict[str, Any] = {
     "check": {"type": "dict", "required": True},
     "reports": {"type": "dict", "required": True},
     "addresses": {"type": "dict", "default": {}},

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_cables import CableWatch
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_text import (
     STATES,
     exit_text,
@@ -91,9 +92,17 @@ class JobWatch:
     """State of one job across its nodes; ``feed`` agent lines, ``decide`` at any time."""
 
     def __init__(
-        self, job: str, nodes: Sequence[str], *, total_steps: int, started: float, limits: Limits
+        self,
+        job: str,
+        nodes: Sequence[str],
+        *,
+        total_steps: int,
+        started: float,
+        limits: Limits,
+        cables: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
     ) -> None:
         self.job = job
+        self.cables = CableWatch(cables or {})
         self.nodes = {n: NodeView(n, i) for i, n in enumerate(nodes)}
         self.master = nodes[0]
         self.total_steps = total_steps
@@ -136,6 +145,8 @@ class JobWatch:
                     )
         if "procs" in line:
             self._processes(view, line.get("procs") or [], now)
+        if line.get("cables"):
+            self.cables.feed(node, line["cables"], self._at())
 
     def _processes(self, view: NodeView, procs: Sequence[Mapping[str, Any]], now: float) -> None:
         current = {}
@@ -223,6 +234,15 @@ class JobWatch:
         return None
 
     def decide(self, now: float) -> Outcome | None:
+        """The verdict once there is one (None while the job runs); a job that stopped after a data cable was
+        lost says so first: the lost cable is the likely cause of what the ranks show."""
+        outcome = self._decide(now)
+        cause = self.cables.cause() if outcome is not None and outcome.status != "succeeded" else ""
+        if outcome is not None and cause:
+            outcome.message = f"job {self.job} stopped after {cause}; {outcome.message}"
+        return outcome
+
+    def _decide(self, now: float) -> Outcome | None:
         orphaned = self._orphaning_launcher()
         if orphaned is not None:
             ev = orphaned.launcher_exit or {}
@@ -417,12 +437,13 @@ class JobWatch:
             "evals": self.evals,
             "checkpoints": self.checkpoints,
             "nodes": {n: {"phase": v.phase, "unit": v.unit, "exits": v.exits} for n, v in self.nodes.items()},
+            "cables": self.cables.events,
             "wall_time_s": round(now - self.started, 1),
         }
 
 
 # The action plugin's options, also the argument_spec of plugins/modules/train_watch.py (its documentation).
-ARGUMENT_SPEC: dict[str, Any] = {
+TRAIN_WATCH_SPEC: dict[str, Any] = {
     "job": {"type": "str", "required": True},
     "unit": {"type": "str", "required": True},
     "nodes": {"type": "list", "elements": "str", "required": True},
@@ -441,4 +462,6 @@ ARGUMENT_SPEC: dict[str, Any] = {
     "poll_interval": {"type": "float", "default": 2.0},
     "stop_on_failure": {"type": "bool", "default": False},
     "stop_timeout": {"type": "float", "default": 30.0},
+    # per node, the data ports whose cables the agents watch: {port, peer, rerouted}
+    "cables": {"type": "dict", "default": {}},
 }

@@ -56,14 +56,15 @@ def agent_argv(
     interval: float,
     offset: int,
     events: str = "",
+    ports: Sequence[str] = (),
 ) -> list[str]:
-    """How to run the agent on a node: its source goes to the remote Python's stdin."""
+    """How to run the agent on a node: its source goes to the remote Python's stdin. PORTS: the data ports
+    whose cables it watches."""
     python = str(hostvars.get("ansible_python_interpreter") or "/usr/bin/python3")
     if python.startswith("auto"):
         python = "/usr/bin/python3"
-    return remote_argv(
-        hostvars, name, [python, "-", unit, metrics or "", log, str(interval), str(offset), events]
-    )
+    argv = [python, "-", unit, metrics or "", log, str(interval), str(offset), events]
+    return remote_argv(hostvars, name, [*argv, ",".join(ports)] if ports else argv)
 
 
 def stop_argv(hostvars: Mapping[str, Any], name: str, unit: str) -> list[str]:

@@ -1,12 +1,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node side of train.yml's watcher: run as ``python3 - UNIT METRICS LOG INTERVAL OFFSET [EVENTS]`` over
-SSH (this source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one JSON line:
-the unit's state (or a Slurm job's, for UNIT "slurm:<job id>"), the metrics records added since the last
-line (rank 0's metrics.jsonl, on the master only), and with EVENTS (the file supervise.py writes) the
+"""The node side of train.yml's watcher, run over SSH as ``python3 - UNIT METRICS LOG INTERVAL OFFSET [EVENTS
+[PORTS]]`` (this source plus ENTRY on stdin), standard library only. Every INTERVAL seconds it prints one
+JSON line: the unit's state (or a Slurm job's, for UNIT "slurm:<job id>"), the metrics records added since
+the last line (rank 0's metrics.jsonl, on the master only), with EVENTS (the file supervise.py writes) the
 job's processes on this node (launcher and ranks, each with its state and CPU time from /proc) and the
-exits recorded since the last line.
-Each line doubles as a heartbeat; the last one, once the unit is no longer running, and any that reports an
-exit carry the tail of the job's log.
+exits recorded since the last line, and with PORTS (data ports, comma-separated) each port's cable: up, or
+why not. Each line doubles as a heartbeat; the last one, once the unit is no longer running, and any that
+reports an exit carry the tail of the job's log.
 """
 
 from __future__ import annotations
@@ -238,6 +238,33 @@ class ProcessTable:
         return procs, exits
 
 
+def cable_state(port: str, net: str = "/sys/class/net") -> str:
+    """ "up", or why a data port's cable is not: the port gone, set down, without carrier, or (RDMA) its HCA
+    port not ACTIVE. Read from sysfs each time: a pulled cable shows here within the driver's link check."""
+    base = os.path.join(net, port)
+    if not os.path.isdir(base):
+        return "is gone (no such interface)"
+    try:
+        with open(os.path.join(base, "carrier"), encoding="ascii") as fh:
+            carrier = fh.read().strip()
+    except OSError:  # reading carrier of a port set down fails (EINVAL)
+        return "was set down"
+    if carrier != "1":
+        return "lost carrier"
+    ib = os.path.join(base, "device", "infiniband")
+    for dev in sorted(os.listdir(ib)) if os.path.isdir(ib) else []:
+        ports = os.path.join(ib, dev, "ports")
+        for num in sorted(os.listdir(ports)) if os.path.isdir(ports) else []:
+            try:
+                with open(os.path.join(ports, num, "state"), encoding="ascii") as fh:
+                    state = fh.read().strip()
+            except OSError:
+                continue
+            if not state.endswith("ACTIVE"):
+                return f"RDMA port {dev}/{num} is {state.split(':')[-1].strip()}"
+    return "up"
+
+
 def main(argv: list[str]) -> int:
     try:
         return _report(argv)
@@ -254,6 +281,7 @@ def _report(argv: list[str]) -> int:
     unit, metrics, log, interval, offset = argv[0], argv[1], argv[2], float(argv[3]), int(argv[4])
     reader = MetricsReader(metrics, offset)
     table = ProcessTable(argv[5]) if len(argv) > 5 and argv[5] else None
+    ports = [p for p in argv[6].split(",") if p] if len(argv) > 6 else []
     while True:
         if unit.startswith(SLURM_PREFIX):
             job_id = unit[len(SLURM_PREFIX) :]
@@ -266,6 +294,8 @@ def _report(argv: list[str]) -> int:
         line: dict[str, Any] = {"t": time.time(), "phase": phase, "unit": show, "metrics": records}
         if table is not None:
             line["procs"], line["exits"] = table.read()
+        if ports:
+            line["cables"] = {port: cable_state(port) for port in ports}
         exited = exit_time(show, time.time(), time.monotonic())
         if exited is not None:
             line["exited_at"] = exited
