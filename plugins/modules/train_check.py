@@ -133,7 +133,9 @@ errors:
 plan:
   description:
     - C(job), C(unit), C(launcher), C(resume), C(hosts) (in node-rank order), C(master) (rank 0),
-      C(order_note) (the rank order and why, for the preflight notes; empty without a port map), C(workdir),
+      C(order_note) (the rank order and why, for the preflight notes; empty without a port map), C(cables)
+      (per node, the direct cables' ports the watch's agents read, as M(rdmaops.cluster.train_watch) takes
+      them; empty on a switched fabric or without a port map), C(workdir),
       C(output_dir), C(metrics_file), C(log_file), C(events_file), C(steps), C(paths) (the recipe's inputs
       every node must hold), C(launch) (the recipe on the hosts with its own processes per node),
       C(overrides) (the recipe keys the plan resolves again with), C(pinned) (the keys the fit keeps, the

@@ -37,6 +37,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe impor
     hsdp_decision,
     resolve,
 )
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_cables import watched_cables
 
 # Hybrid sharding (the trainer's rdmaops_trainer/dp_mesh.py): train_hsdp on/off forces the recipe key; auto or
 # empty leaves it to the launcher, which sets the trainer's HSDP variable from the fabric that joins the nodes
@@ -152,6 +153,8 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
             "hosts": hosts,
             "master": hosts[0],
             "order_note": ranked["note"],
+            # the data cables the watch's agents read while the job runs (train_watch's cables)
+            "cables": watched_cables(hosts, p["topology"], p["ports"]),
             "venv": p["venv"],
             "python": f"{p['venv'].rstrip('/')}/bin/python",
             "workdir": workdir,
