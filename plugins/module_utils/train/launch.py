@@ -29,6 +29,9 @@ NODE_ENV_FILE = "nccl.env"
 JOB_ENV_FILE = "job.env"
 RECIPE_FILE = "recipe.yaml"
 HOSTFILE = "hostfile"
+# In the job's directory on the master: where its run starts in metrics.jsonl and when (tasks/start_units.yml
+# writes it; train_status.yml -e follow=true watches from there)
+LAUNCH_RECORD = "launch.json"
 # Variables launch.sh expands in the launcher's command line (set by job.env, or by a runner's local env).
 SCRIPT_VARS = ("HERE", "MASTER_ADDR", "MASTER_PORT", "RDMAOPS_PYTHON")
 
@@ -254,6 +257,16 @@ def recipe_paths(recipe: Mapping[str, Any]) -> list[dict[str, str]]:
         if value:
             found.append({"what": f"{section}.{key}", "path": str(value)})
     return found
+
+
+def model_config_path(recipe: Mapping[str, Any]) -> str:
+    """The config.json of a resolved recipe's transformers model directory ('' for a model without one)."""
+    model = recipe.get("model") or {}
+    return (
+        f"{str(model['path']).rstrip('/')}/config.json"
+        if model.get("kind") == "hf" and model.get("path")
+        else ""
+    )
 
 
 def slurm_batch_script(

@@ -96,6 +96,7 @@ def plan_args(check_plan: dict[str, Any], **kw: Any) -> dict[str, Any]:
         "health_mode": "off",
         "health_severity": {},
         "hsdp_rdma_below_gbps": 0.0,
+        "memory_check": "fail",
     }
     args.update(kw)
     return args
@@ -107,6 +108,12 @@ def checked(**kw: Any) -> dict[str, Any]:
     return out["plan"]
 
 
+def planned(check_plan: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    out = phases.plan(plan_args(check_plan, **kw))
+    assert out["errors"] == [], out["errors"]
+    return out["plan"]
+
+
 def load_trainer_recipe(path: Path) -> dict[str, Any]:
     sys.path.insert(0, TRAINER)
     from rdmaops_trainer.config import load_recipe  # type: ignore[import-not-found]
@@ -114,11 +121,12 @@ def load_trainer_recipe(path: Path) -> dict[str, Any]:
     return load_recipe(str(path)).to_dict()
 
 
-def test_check_resolves_the_recipe_once_into_the_file_every_node_runs(tmp_path: Path) -> None:
-    plan = checked(steps="40", overrides={"train.log_every": 5}, resume="latest")
-    assert plan["job"] == "tiny" and plan["unit"] == "rdmaops-train-tiny.service" and plan["steps"] == 40
-    assert plan["output_dir"] == "/shared/train/tiny/runs/tiny"
-    assert plan["events_file"] == "/var/log/rdmaops/train-tiny.events.jsonl"
+def test_the_recipe_is_resolved_once_into_the_file_every_node_runs(tmp_path: Path) -> None:
+    c = checked(steps="40", overrides={"train.log_every": 5}, resume="latest")
+    assert c["job"] == "tiny" and c["unit"] == "rdmaops-train-tiny.service" and c["steps"] == 40
+    assert c["output_dir"] == "/shared/train/tiny/runs/tiny"
+    assert c["events_file"] == "/var/log/rdmaops/train-tiny.events.jsonl"
+    plan = planned(c)
     assert plan["recipe_sha256"] == recipe_digest(plan["recipe_text"])
     assert plan["recipe_text"].startswith(
         "# Recipe tiny as train.yml resolved it on the controller (overrides:"
@@ -136,7 +144,19 @@ def test_check_resolves_the_recipe_once_into_the_file_every_node_runs(tmp_path: 
     ("kw", "needle"),
     [
         ({"recipe": "nope"}, "recipe 'nope' not found (known:"),
-        ({"recipe": "glm"}, "cluster.nodes: the recipe asks for 2 node(s) but the play has 3"),
+        (
+            {"overrides": {"cluster.nodes": 2}},
+            "recipe tiny: cluster.nodes: 2, pinned (recipe_overrides), but the cluster has 3 node(s): "
+            'cluster.nodes=3 runs it there; it would run with -e \'{"recipe_overrides": {"cluster.nodes": '
+            "3}}'",
+        ),
+        (
+            {"recipe": "gpt2-pipeline", "overrides": {"cluster.procs_per_node": 1}},
+            "strategy.pipeline.stages: 2 stages need a multiple of 2 ranks (each data-parallel replica is a "
+            "whole "
+            "pipeline), and the cluster has 3 (3 node(s) x 1); it would run with "
+            '-e \'{"recipe_overrides": {"strategy.pipeline.stages": 3}}\'',
+        ),
         (
             {"steps": "10", "overrides": {"train.steps": 20}},
             "-e steps=10 and recipe_overrides train.steps=20 disagree",
@@ -156,7 +176,7 @@ def test_check_names_each_bad_input(kw: dict[str, Any], needle: str) -> None:
 
 @pytest.mark.parametrize(("hsdp", "value"), [("on", True), ("off", False), ("auto", "auto"), ("", "auto")])
 def test_check_passes_the_hsdp_choice_as_the_trainers_key(hsdp: str, value: object) -> None:
-    recipe = yaml.safe_load(checked(hsdp=hsdp)["recipe_text"])
+    recipe = yaml.safe_load(planned(checked(hsdp=hsdp))["recipe_text"])
     assert recipe["strategy"]["fsdp2"]["hsdp"] == value
 
 
@@ -296,9 +316,9 @@ def test_plan_gives_each_node_its_launch_directory_and_the_unit_its_command() ->
     n3 = p["nodes"]["node3"]
     assert n3["node_rank"] == 2 and n3["dir"] == "/shared/train/tiny/launch/node3"
     assert set(n3["files"]) == {"launch.sh", "nccl.env", "job.env", "recipe.yaml"}
-    assert n3["files"]["recipe.yaml"] == c["recipe_text"]
+    assert n3["files"]["recipe.yaml"] == p["recipe_text"]
     job_env = n3["files"]["job.env"].splitlines()
-    digest = f"RDMAOPS_RECIPE_SHA256={c['recipe_sha256']}"
+    digest = f"RDMAOPS_RECIPE_SHA256={p['recipe_sha256']}"
     for line in ("MASTER_ADDR=10.255.0.1", "MASTER_PORT=29500", "RDMAOPS_NODE_RANK=2", digest,
                  "RDMAOPS_TRAIN_WORKDIR=/shared/train/tiny"):  # fmt: skip
         assert line in job_env
@@ -317,7 +337,8 @@ def test_plan_gives_each_node_its_launch_directory_and_the_unit_its_command() ->
         "# GNU General Public License"
     )
     record = json.loads(unit_files["/shared/train/tiny/job.json"])
-    assert record["recipe_sha256"] == c["recipe_sha256"] and record["order"] == HOSTS
+    assert record["recipe_sha256"] == p["recipe_sha256"] and record["order"] == HOSTS
+    assert record["launch_file"] == "/shared/train/tiny/launch.json"
     assert record["log_file"] == "/var/log/rdmaops/train-tiny.log" and record["launcher"] == "torchrun"
 
 
@@ -416,12 +437,14 @@ def test_plan_for_slurm_writes_the_batch_script_on_the_resolved_recipe() -> None
     text = p["batch_script_text"]
     assert "MASTER_ADDR=10.255.0.1" in text.splitlines()
     assert "--recipe /shared/train/tiny/recipe.yaml" in text
-    assert f"export RDMAOPS_RECIPE_SHA256={c['recipe_sha256']}" in text
+    assert f"export RDMAOPS_RECIPE_SHA256={p['recipe_sha256']}" in text
 
 
 def test_the_action_plugins_fail_with_every_error_in_one_message() -> None:
-    out = run_action(CheckAction, check_args(recipe="glm", job="a b"))
-    assert out["failed"] and "cluster.nodes: the recipe asks for 2 node(s)" in out["msg"]
+    out = run_action(
+        CheckAction, check_args(recipe="gpt2-pipeline", overrides={"cluster.procs_per_node": 1}, job="a b")
+    )
+    assert out["failed"] and "strategy.pipeline.stages: 2 stages need" in out["msg"]
     c = run_action(CheckAction, check_args())["plan"]
     reports = {h: report(h) for h in HOSTS}
     reports["node2"] = report("node2", venv={"path": "/opt/rdmaops/venv", "exists": False})
@@ -439,12 +462,11 @@ RING4 = {
     "node4": {"node2": "data0", "node1": "data1"},
 }
 RING_HOSTS = ["node1", "node2", "node3", "node4"]
-FOUR = {"cluster.nodes": 4, "train.global_batch_size": 16}  # the tiny recipe is for 3 nodes
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "slurm"])
 def test_on_a_ring_the_node_ranks_follow_the_cables(launcher: str) -> None:
-    c = checked(hosts=RING_HOSTS, ports=RING4, launcher=launcher, overrides=FOUR)
+    c = checked(hosts=RING_HOSTS, ports=RING4, launcher=launcher)
     order = ["node1", "node3", "node2", "node4"]
     assert c["hosts"] == order and c["master"] == "node1"
     reports = {h: report(h) for h in RING_HOSTS}
@@ -474,5 +496,5 @@ def test_a_full_mesh_or_a_switched_fabric_keeps_the_play_order() -> None:
 def test_an_inconsistent_port_map_is_refused_before_anything_starts() -> None:
     ports = {h: dict(v) for h, v in RING4.items()}
     ports["node4"] = {"node2": "data0"}
-    out = phases.check(check_args(hosts=RING_HOSTS, ports=ports, overrides=FOUR))
+    out = phases.check(check_args(hosts=RING_HOSTS, ports=ports))
     assert "plan" not in out and any("mesh_network_ports is inconsistent: node4:" in e for e in out["errors"])
