@@ -3,6 +3,8 @@
     python3 benchmarks/gpu/memory_estimate.py --out $OUT                  # every row, one GPU
     python3 benchmarks/gpu/memory_estimate.py --out $OUT --only zero3     # rows whose name contains it
     python3 benchmarks/gpu/memory_estimate.py --device cpu --tiny         # the code path here, tiny shapes
+    python3 benchmarks/gpu/memory_estimate.py --out $OUT --only zero3 --set train.micro_batch_size=16 \
+        --set train.global_batch_size=16                                  # rows with other values
 
 The estimate is the trainer's (``rdmaops_trainer.recipe_estimate``: the per-GPU peak of a layout from the
 model's config, what train.yml compares with the GPUs' memory before a launch). Each row trains a few
@@ -129,6 +131,7 @@ def main() -> None:
     ap.add_argument("--timeout", type=int, default=240, help="seconds per row")
     ap.add_argument("--out", default=os.environ.get("OUT"))
     ap.add_argument("--scratch", default=None)
+    ap.add_argument("--set", action="append", default=[], help="KEY=VALUE for every row (after its own)")
     a = ap.parse_args()
     # what run_all.py's runner reads from its arguments
     a.trainer_log_every, a.trainer_skip, a.gpu_clocks = 2, 0, False
@@ -141,6 +144,7 @@ def main() -> None:
         for name, (recipe, sets) in rows(a.tiny, a.device == "cpu").items():
             if a.only and not any(key in name for key in a.only.split(",")):
                 continue
+            sets = [*sets, *a.set]
             row: dict[str, Any] = {"row": name, "recipe": recipe, "sets": sets, "device": a.device}
             row.update(estimate_row(recipe, sets, a.device))
             execute(a, trainer_run(a, name, recipe, 1, sets, 0.0), runner)

@@ -56,9 +56,6 @@ FRAGMENTATION = 0.05
 # log-softmax kept, its gradient and the input's in fp32 at the backward's start: the glm-arch row without
 # train.compile, call 09, 28.6 GiB)
 LOGIT_BYTES = {"fused": 2, "compiled": 4, "eager": 14}
-# ZeRO-3 on one rank: the model state DeepSpeed 0.19.8 held beyond its own count of 18 bytes per parameter
-# (qwen1_5b on one H200, call 32: 41 GiB for 1.54 B parameters)
-ZERO3_ONE_RANK = 9
 # gradient checkpointing: the backward holds one layer's recomputed activations and their gradients, 2.5 times
 # the layer's count (the glm-arch LoRA row on one H200, call 31)
 RECOMPUTE = 2.5
@@ -179,7 +176,7 @@ def estimate(
         # DeepSpeed's count (no offload): 18 bytes per trainable parameter over the ranks (16-bit partition
         # and fp32 master 6, fp32 gradient partition 4, the moments 8), 4 per parameter of the largest layer;
         # optimizer offload keeps the 16-bit partition, parameter offload nothing. A frozen base (LoRA) is
-        # its 16-bit partition. On one rank DeepSpeed 0.19.8 held 9 bytes per parameter more (ZERO3_ONE_RANK).
+        # its 16-bit partition.
         master = 4 if cdt == 2 else 0
         if not z.offload_params:
             parts["parameters"] = (frozen + trainable) * cdt / shard
@@ -187,8 +184,6 @@ def estimate(
                 parts["parameters"] += trainable * master / shard
                 parts["gradients"] = trainable * 4 / shard
                 parts["optimizer"] = trainable * 8 / shard
-                if shard == 1:
-                    parts["gradients"] += trainable * ZERO3_ONE_RANK
         parts["gathered"] = 4 * largest + min(z.prefetch_bucket_size, shape.params) * cdt
     else:  # ddp, pipeline: every rank holds its (stage's) weights whole, in the dtype they are held in
         share = 1.0

@@ -117,8 +117,9 @@ def test_the_estimate_is_within_15_percent_of_the_recorded_peak(peak: dict) -> N
     recipe = load_recipe(peak["recipe"], peak["sets"])
     est = memory.recipe_estimate(recipe)
     error = est.gib / peak["peak_mem_gib"] - 1
-    # the count agrees within 4% on every recorded row: the 15% the issue asks leaves room for what differs
-    assert abs(error) < 0.04, (
+    # the count agrees within 5% on every recorded row (ZeRO-3 on one rank: DeepSpeed's count is 2-4% over the
+    # peak): the 15% the issue asks leaves room for what differs
+    assert abs(error) < 0.05, (
         f"{est.describe()} against {peak['peak_mem_gib']} GiB measured: {100 * error:+.1f}%"
     )
 
