@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import TRAIN_CHECK_SPEC, check
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phase import TRAIN_CHECK_SPEC, check
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 

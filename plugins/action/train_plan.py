@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import TRAIN_PLAN_SPEC, plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phase import TRAIN_PLAN_SPEC, plan
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 

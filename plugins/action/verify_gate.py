@@ -2,12 +2,12 @@
 """Action plugin behind rdmaops.cluster.verify_gate:
 the verify role's RDMA port gate (tasks/gate.yml), on the controller.
 
-Documentation: plugins/modules/verify_gate.py; rules: module_utils/verify/phases.py.
+Documentation: plugins/modules/verify_gate.py; rules: module_utils/verify/phase.py.
 """
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import VERIFY_GATE_SPEC, gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import VERIFY_GATE_SPEC, gate
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 

@@ -2,12 +2,12 @@
 """Action plugin behind rdmaops.cluster.verify_plan:
 the verify role's links and rounds (tasks/links.yml), on the controller.
 
-Documentation: plugins/modules/verify_plan.py; rules: module_utils/verify/phases.py.
+Documentation: plugins/modules/verify_plan.py; rules: module_utils/verify/phase.py.
 """
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import (
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import (
     VERIFY_PLAN_SPEC,
     plan_phase,
 )

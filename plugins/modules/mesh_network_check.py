@@ -107,7 +107,7 @@ plan:
   type: dict
 """
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.check import MESH_NETWORK_CHECK_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.phase import MESH_NETWORK_CHECK_SPEC
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
 

@@ -146,7 +146,7 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import TRAIN_CHECK_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phase import TRAIN_CHECK_SPEC
 
 
 def main() -> None:

@@ -81,7 +81,7 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import VERIFY_PLAN_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import VERIFY_PLAN_SPEC
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What train.yml starts on each node: unit names, the launcher's command line, and the files a node runs.
 
-Pure functions of the resolved recipe and the preflight reports; the role's phases (``phases.py``) call
+Pure functions of the resolved recipe and the preflight reports; the role's phases (``phase.py``) call
 them. Each node gets one directory of files (``node_files``): ``launch.sh``, the exact script its unit runs,
 ``nccl.env`` (the node's NCCL/gloo settings as its preflight read them), ``job.env`` (the job's settings),
 ``recipe.yaml`` (the recipe the controller resolved; its sha256 is checked before the launcher starts) and,

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train import gpus, phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import gpus, phase
 
 from ...conftest import ROOT
-from .test_phases import check_args, plan_args, report
+from .test_phase import check_args, plan_args, report
 
 TRAINER = str(ROOT / "files" / "trainer")
 MODELS = ROOT / "tests" / "unit" / "fixtures" / "models"
@@ -50,12 +50,12 @@ def gpu_reports(
 
 def phase_two(recipe: str, nodes: int, procs: int, **kw: Any) -> dict[str, Any]:
     hosts = [f"node{i + 1}" for i in range(nodes)]
-    c = phases.check(check_args(recipe=recipe, hosts=hosts, **kw.pop("check", {})))
+    c = phase.check(check_args(recipe=recipe, hosts=hosts, **kw.pop("check", {})))
     assert c["errors"] == [], c["errors"]
     reports = kw.pop("reports", None) or gpu_reports(
         hosts, procs, recipe, kw.pop("env", None), kw.pop("mib", H100)
     )
-    return phases.plan(plan_args(c["plan"], reports=reports, addresses={}, **kw))
+    return phase.plan(plan_args(c["plan"], reports=reports, addresses={}, **kw))
 
 
 def render(plan: dict[str, Any], out: Path) -> Path:
@@ -176,7 +176,7 @@ def test_a_pinned_key_the_nodes_contradict_is_refused() -> None:
     # before any node is asked
     pinned = {"cluster.pinned": ["train.global_batch_size"]}
     hosts = ["node1", "node2", "node3", "node4"]
-    out = phases.check(check_args(recipe="qwen14b", hosts=hosts, overrides=pinned))
+    out = phase.check(check_args(recipe="qwen14b", hosts=hosts, overrides=pinned))
     assert out["errors"] == [
         "recipe qwen14b: train.global_batch_size: 48, pinned (cluster.pinned), but 48 sequences do not split "
         "evenly over 32 data-parallel ranks; it would run with "
