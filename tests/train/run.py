@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, add_tier, check, chosen, env, finish, run_bounded, run_cases, tool
+from labkit import ROOT, add_tier, check, chosen, env, finish, run_bounded, run_cases, spawn, tool
 
 # The trainer processes themselves (not torchrun's agent, whose command line names torch.distributed.run).
 TRAINER = r"^[^ ]*python[^ ]* (-u )?-m rdmaops_trainer "
@@ -83,9 +83,7 @@ class Lab:
 
     def play_async(self, playbook: str, *extra: str) -> subprocess.Popen[str]:
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), playbook, *extra]
-        return subprocess.Popen(
-            argv, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
+        return spawn(argv, cwd=ROOT, env=env())
 
     def pids(self, host: str, pattern: str) -> list[str]:
         return self.ssh(host, f"pgrep -f '{pattern}' || true").stdout.split()
@@ -1008,15 +1006,22 @@ def tiny_fitted(lab: Lab, sizes: list[int]) -> None:
 def case_reattach(lab: Lab) -> None:
     """Ctrl-C on train.yml ends the watch, not the job, and says how to watch it again; a second train.yml
     names the running job once (not its port, not its output); train_status.yml -e follow=true re-attaches:
-    the same progress lines, then the job's end."""
-    job, steps = "t-reattach", 400
+    the same progress lines, then the job's end. The ranks hold between their last step and the end record
+    (RDMAOPS_TRAINER_PAUSE=end) while the second launch is tried, so the job is running then by construction,
+    whatever the machine's speed; released, the follow reads the rest (a job that ended before a progress line
+    showed a step still shows its last one)."""
+    job, steps = "t-reattach", 100
     reset(lab, job)
-    proc = lab.play_async(*tiny(job, "-e", f"steps={steps}", *SHORT))
-    reached = wait_for_step(lab, job, 20, proc)
-    proc.send_signal(signal.SIGINT)  # a terminal's Ctrl-C reaches ansible-playbook, which stops its workers
-    out = " ".join(finish(proc, 60).split())
-    running = {h: bool(p) for h, p in lab.trainers().items()}
-    rc2, out2, _secs = lab.play(*tiny(job, "-e", f"steps={steps}"))
+    proc = lab.play_async(*tiny(job, "-e", f"steps={steps}", *pause_args("end"), *SHORT))
+    try:
+        reached = wait_for_step(lab, job, 20, proc)
+        proc.send_signal(signal.SIGINT)  # a terminal's Ctrl-C reaches ansible-playbook: its workers stop
+        out = " ".join(finish(proc, 60).split())
+        running = {h: bool(p) for h, p in lab.trainers().items()}
+        held = paused(lab)
+        rc2, out2, _secs = lab.play(*tiny(job, "-e", f"steps={steps}"))
+    finally:
+        resume_all(lab)
     said2 = " ".join(out2.split())
     rc3, out3, secs3 = lab.play("playbooks/train_status.yml", "-e", f"job={job}", "-e", "follow=true", *SHORT)
     said3 = " ".join(out3.split())
@@ -1030,11 +1035,12 @@ def case_reattach(lab: Lab) -> None:
     )
     check(
         "a second launch while it runs names the running job once",
-        rc2 != 0
+        held
+        and rc2 != 0
         and "train preflight: 1 problem(s)" in said2
         and f"job {job} is already running on" in said2
         and "rendezvous port" not in said2,
-        said2[said2.find("train preflight") :][:400],
+        f"held at the end: {held}; " + said2[said2.find("train preflight") :][:400],
     )
     check(
         "train_status.yml -e follow=true re-attaches: progress lines, then the job's end",
