@@ -3,7 +3,7 @@
 For each case (switched fabrics of N nodes x K NICs under the rails and shared schemes; rings and full meshes
 of N nodes) it builds what roles/mesh_network/tasks/validate.yml hands its two phases (every node's
 `ip -d -j addr show`, port lists and settings), runs the cluster phase once (module_utils/mesh/cluster.py's
-plan: what rdmaops.cluster.mesh_network_plan runs, run_once) and the node check for every node (check.py's
+plan: what rdmaops.cluster.mesh_network_plan runs, run_once) and the node check for every node (phase.py's
 check: what rdmaops.cluster.mesh_network_check runs on each), and prints the CPU seconds of each (the
 process's own time: on a shared machine the wall clock measures the other load too; the code is
 single-threaded, so on an idle core the two agree). Plain CPU Python: no GPU, no lab, no Ansible (its
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # the collection through the repository's own link (as pytest and ansible.cfg find it)
 sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import check, cluster  # noqa: E402
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cluster, phase  # noqa: E402
 
 CASES = ("rails", "shared", "ring", "mesh")
 MGMT = "172.16.0.0/16"
@@ -154,7 +154,7 @@ def run(case: str, nodes: int, nics: int) -> dict[str, Any]:
             "apply_targets": ["172.16.255.254"],
         }
         start = time.process_time()
-        out = check.check(args)
+        out = phase.check(args)
         per_node.append(time.process_time() - start)
         if out["errors"]:
             raise SystemExit(f"{case} {nodes} {host}: {out['errors'][:3]}")

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -71,16 +72,48 @@ def signal_tree(pid: int, sig: signal.Signals) -> int:
     return len(tree)
 
 
+# the output files of the processes spawn() ran, by pid, until finish() reads them
+_OUTPUTS: dict[int, Any] = {}
+
+
+def spawn(argv: list[str], **popen: Any) -> subprocess.Popen[str]:
+    """ARGV in the background, its stdout and stderr together in a temporary file, not a pipe: a play that
+    nobody reads while a case waits for something would block once it had written a pipe's 64 KiB, and the
+    case would wait for a moment the play cannot reach. finish() returns the output."""
+    out = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 (finish closes it)
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, text=True, **popen)
+    _OUTPUTS[proc.pid] = out
+    return proc
+
+
+def output(proc: subprocess.Popen[str]) -> str:
+    """What a process that spawn() ran has written so far."""
+    out = _OUTPUTS.get(proc.pid)
+    if out is None:
+        return ""
+    out.flush()
+    with open(out.fileno(), encoding="utf-8", errors="replace", closefd=False) as fh:
+        fh.seek(0)
+        return fh.read()
+
+
 def finish(proc: subprocess.Popen[str], timeout: float) -> str:
     """A play's output once it ended (bounded by TIMEOUT). One that outlives it is killed with all its
     workers and modules (they would go on acting on the lab, holding locks or jobs, during the next case),
     and its output ends with a line saying so."""
+    killed = ""
     try:
-        return proc.communicate(timeout=timeout)[0] or ""
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         signal_tree(proc.pid, signal.SIGKILL)
-        out = proc.communicate()[0] or ""
-        return out + f"\n(killed after {timeout:g} s)\n"
+        proc.wait()
+        killed = f"\n(killed after {timeout:g} s)\n"
+    if proc.pid in _OUTPUTS:
+        text = output(proc)
+        _OUTPUTS.pop(proc.pid).close()
+    else:
+        text = (proc.communicate()[0] if proc.stdout else "") or ""
+    return text + killed
 
 
 def run_bounded(argv: list[str], timeout: float, **popen: Any) -> tuple[int, str, str]:

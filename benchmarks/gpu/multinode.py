@@ -6,7 +6,7 @@ Two steps, on two machines:
     python3 benchmarks/gpu/multinode.py run --dir .rehearsal [--rows A,B]  # on the 4-GPU machine
 
 ``render`` builds every row's launch directories with the train role's own phases (the code behind
-``train.yml -e render_dir=DIR``: ``module_utils/train/phases.py`` check and plan) for an inventory of two
+``train.yml -e render_dir=DIR``: ``module_utils/train/phase.py`` check and plan) for an inventory of two
 nodes with two GPUs each, or one node with four. The GPU facts (how many GPUs a node has) come from a recorded
 ``nvidia-smi -q -x`` of the lent machine; each node's NCCL environment is the one the nccl_env and
 nccl_mesh_plugin roles compute for a TCP fabric (``module_utils/nccl/phase.py``): NCCL's socket transport with
@@ -247,7 +247,7 @@ def spec_defaults(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> None:
-    from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
+    from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phase
 
     total = gpu_count(xml_path)
     if total < GPUS:
@@ -267,9 +267,9 @@ def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> No
             if row["recipe"] == "gpt2":
                 overrides["strategy.name"] = "ddp"
             recipe = "tiny"
-        check = phases.check(
+        check = phase.check(
             {
-                **spec_defaults(phases.CHECK_SPEC),
+                **spec_defaults(phase.TRAIN_CHECK_SPEC),
                 # node health is the GPU machine's own business here: no node_health report to gate on
                 "health": "off",
                 "recipe": recipe,
@@ -293,9 +293,9 @@ def render(out: Path, names: list[str], xml_path: Path, cpu: bool = False) -> No
             raise SystemExit(f"{name}: train_check: {check['errors']}")
         env = node_env(row["net"], "2.28.9", row.get("extra"))
         reports = {h: report(env, total // row["nodes"], f"10.255.0.{i + 1}") for i, h in enumerate(hosts)}
-        planned = phases.plan(
+        planned = phase.plan(
             {
-                **spec_defaults(phases.PLAN_SPEC),
+                **spec_defaults(phase.TRAIN_PLAN_SPEC),
                 "check": check["plan"],
                 "reports": reports,
                 "addresses": {},

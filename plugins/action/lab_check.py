@@ -9,5 +9,5 @@ from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import Phase
 
 class ActionModule(PhaseAction):
     NAME = "lab_check"
-    ARGUMENT_SPEC = phase.ARGUMENT_SPEC
+    ARGUMENT_SPEC = phase.LAB_CHECK_SPEC
     PHASE = phase.check

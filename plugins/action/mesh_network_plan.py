@@ -5,11 +5,11 @@ module_utils/mesh/cluster.py)."""
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.cluster import ARGUMENT_SPEC, plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.cluster import MESH_NETWORK_PLAN_SPEC, plan
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "mesh_network_plan"
-    ARGUMENT_SPEC = ARGUMENT_SPEC
+    ARGUMENT_SPEC = MESH_NETWORK_PLAN_SPEC
     PHASE = plan

@@ -10,5 +10,5 @@ from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import Phase
 
 class ActionModule(PhaseAction):
     NAME = "python_env_plan"
-    ARGUMENT_SPEC = phase.PLAN_ARGUMENT_SPEC
+    ARGUMENT_SPEC = phase.PYTHON_ENV_PLAN_SPEC
     PHASE = phase.plan

@@ -20,7 +20,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        p = task_args("site_digest", stamp.DIGEST_ARGUMENT_SPEC, self._task.args)
+        p = task_args("site_digest", stamp.SITE_DIGEST_SPEC, self._task.args)
         hostvars = (task_vars or {}).get("hostvars", {})
         raw_get = getattr(hostvars, "raw_get", None)
         variables: dict[str, Mapping[str, Any]] = {}

@@ -9,5 +9,5 @@ from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import Phase
 
 class ActionModule(PhaseAction):
     NAME = "slurm_check"
-    ARGUMENT_SPEC = phase.CHECK_ARGUMENT_SPEC
+    ARGUMENT_SPEC = phase.SLURM_CHECK_SPEC
     PHASE = phase.check

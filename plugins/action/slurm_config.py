@@ -9,5 +9,5 @@ from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import Phase
 
 class ActionModule(PhaseAction):
     NAME = "slurm_config"
-    ARGUMENT_SPEC = phase.CONFIG_ARGUMENT_SPEC
+    ARGUMENT_SPEC = phase.SLURM_CONFIG_SPEC
     PHASE = phase.config

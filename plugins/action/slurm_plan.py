@@ -9,5 +9,5 @@ from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import Phase
 
 class ActionModule(PhaseAction):
     NAME = "slurm_plan"
-    ARGUMENT_SPEC = phase.PLAN_ARGUMENT_SPEC
+    ARGUMENT_SPEC = phase.SLURM_PLAN_SPEC
     PHASE = phase.plan

@@ -26,7 +26,7 @@ class ActionModule(ActionBase):
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        p = task_args("source_tree", source_tree.ARGUMENT_SPEC, self._task.args)
+        p = task_args("source_tree", source_tree.SOURCE_TREE_SPEC, self._task.args)
         try:
             digest, found = source_tree.plan(p["files"], p["stamp"])
         except StampError as exc:

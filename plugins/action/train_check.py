@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import CHECK_SPEC, check
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phase import TRAIN_CHECK_SPEC, check
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "train_check"
-    ARGUMENT_SPEC = CHECK_SPEC
+    ARGUMENT_SPEC = TRAIN_CHECK_SPEC
     PHASE = check

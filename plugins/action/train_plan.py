@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import PLAN_SPEC, plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phase import TRAIN_PLAN_SPEC, plan
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "train_plan"
-    ARGUMENT_SPEC = PLAN_SPEC
+    ARGUMENT_SPEC = TRAIN_PLAN_SPEC
     PHASE = plan
 
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:

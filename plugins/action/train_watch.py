@@ -17,7 +17,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import agent as train_agent
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import (
-    ARGUMENT_SPEC,
+    TRAIN_WATCH_SPEC,
     JobWatch,
     Limits,
 )
@@ -34,7 +34,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Any = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        p = task_args("train_watch", ARGUMENT_SPEC, self._task.args)
+        p = task_args("train_watch", TRAIN_WATCH_SPEC, self._task.args)
         if self._play_context.check_mode:
             result.update(changed=False, skipped=True, msg="check mode: nothing was launched to watch")
             return result

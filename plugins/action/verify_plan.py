@@ -2,16 +2,19 @@
 """Action plugin behind rdmaops.cluster.verify_plan:
 the verify role's links and rounds (tasks/links.yml), on the controller.
 
-Documentation: plugins/modules/verify_plan.py; rules: module_utils/verify/phases.py.
+Documentation: plugins/modules/verify_plan.py; rules: module_utils/verify/phase.py.
 """
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import PLAN_SPEC, plan_phase
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import (
+    VERIFY_PLAN_SPEC,
+    plan_phase,
+)
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "verify_plan"
-    ARGUMENT_SPEC = PLAN_SPEC
+    ARGUMENT_SPEC = VERIFY_PLAN_SPEC
     PHASE = plan_phase

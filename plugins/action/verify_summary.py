@@ -2,16 +2,19 @@
 """Action plugin behind rdmaops.cluster.verify_summary:
 the verify role's all-reduce and QoS summary (tasks/report.yml), on the controller.
 
-Documentation: plugins/modules/verify_summary.py; rules: module_utils/verify/phases.py.
+Documentation: plugins/modules/verify_summary.py; rules: module_utils/verify/phase.py.
 """
 
 from __future__ import annotations
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import SUMMARY_SPEC, summary
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import (
+    VERIFY_SUMMARY_SPEC,
+    summary,
+)
 from ansible_collections.rdmaops.cluster.plugins.plugin_utils.phase import PhaseAction
 
 
 class ActionModule(PhaseAction):
     NAME = "verify_summary"
-    ARGUMENT_SPEC = SUMMARY_SPEC
+    ARGUMENT_SPEC = VERIFY_SUMMARY_SPEC
     PHASE = summary

@@ -19,7 +19,7 @@ attributes:
 """
 
     # The options of modules that act on an existing instance found under its directories (lab_teardown,
-    # lab_crash); plugins/module_utils/lab/host.py INSTANCE_ARGS is their argument spec.
+    # lab_crash); plugins/module_utils/lab/host.py INSTANCE_SPEC is their argument spec.
     INSTANCE = r"""
 options:
   name:

@@ -144,12 +144,12 @@ plan:
       type: str
 """
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.phase import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.phase import LAB_CHECK_SPEC
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
 
 def main() -> None:
-    refuse_without_action("lab_check", ARGUMENT_SPEC)
+    refuse_without_action("lab_check", LAB_CHECK_SPEC)
 
 
 if __name__ == "__main__":

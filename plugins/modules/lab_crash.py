@@ -56,14 +56,14 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import INSTANCE_ARGS, Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import INSTANCE_SPEC, Host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError
 
 
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            **INSTANCE_ARGS,
+            **INSTANCE_SPEC,
             "nodes": {"type": "list", "elements": "str", "required": True},
         },
         supports_check_mode=True,

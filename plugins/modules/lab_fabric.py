@@ -123,13 +123,13 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.fabric import ARGUMENT_SPEC, Fabric
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.fabric import LAB_FABRIC_SPEC, Fabric
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import Host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError, make_plan
 
 
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    module = AnsibleModule(argument_spec=LAB_FABRIC_SPEC, supports_check_mode=True)
     p = module.params
     try:
         plan = make_plan(

@@ -85,7 +85,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab import stamp as lab_stamp
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import INSTANCE_ARGS, Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import INSTANCE_SPEC, Host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError
 from ansible_collections.rdmaops.cluster.plugins.module_utils.site.stamp import write_if_changed
 
@@ -93,7 +93,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.site.stamp import 
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            **INSTANCE_ARGS,
+            **INSTANCE_SPEC,
             "state": {"type": "str", "choices": ["check", "present"], "default": "check"},
             "digest": {"type": "str", "required": True},
             "units": {"type": "dict"},

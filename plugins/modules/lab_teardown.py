@@ -70,7 +70,7 @@ changes:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import INSTANCE_ARGS, Host
+from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.host import INSTANCE_SPEC, Host
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import LabError
 from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.teardown import teardown
 
@@ -78,7 +78,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.teardown impor
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            **INSTANCE_ARGS,
+            **INSTANCE_SPEC,
             "keep": {"type": "list", "elements": "str"},
             "infra_units": {"type": "list", "elements": "str", "default": ["aptproxy"]},
             "stop_timeout": {"type": "int", "default": 30},

@@ -109,12 +109,12 @@ plan:
   type: dict
 """
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.check import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.phase import MESH_NETWORK_CHECK_SPEC
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
 
 def main() -> None:
-    refuse_without_action("mesh_network_check", ARGUMENT_SPEC)
+    refuse_without_action("mesh_network_check", MESH_NETWORK_CHECK_SPEC)
 
 
 if __name__ == "__main__":

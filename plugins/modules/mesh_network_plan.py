@@ -166,12 +166,12 @@ plan:
   type: dict
 """
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.cluster import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.cluster import MESH_NETWORK_PLAN_SPEC
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
 
 
 def main() -> None:
-    refuse_without_action("mesh_network_plan", ARGUMENT_SPEC)
+    refuse_without_action("mesh_network_plan", MESH_NETWORK_PLAN_SPEC)
 
 
 if __name__ == "__main__":

@@ -83,11 +83,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.phase import CHECK_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.python_env.phase import PYTHON_ENV_CHECK_SPEC
 
 
 def main() -> None:
-    refuse_without_action("python_env_check", CHECK_ARGUMENT_SPEC)
+    refuse_without_action("python_env_check", PYTHON_ENV_CHECK_SPEC)
 
 
 if __name__ == "__main__":

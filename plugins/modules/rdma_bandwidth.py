@@ -250,15 +250,7 @@ def main() -> None:
         if params["gid_index"] is None and port["link_layer"] == "Ethernet":
             params["gid_index"] = port["roce_v2_ipv4_gid_index"]
         port_rate = port["rate_gbps"]
-    line_rate = link_test.line_rate_gbps(
-        params["line_rate_gbps"],
-        params["mode"],
-        interface=params["interface"],
-        sysfs_root=params["sysfs_root"],
-        device=params["device"],
-        ib_port=params["ib_port"],
-        port_rate=port_rate,
-    )
+    line_rate = link_test.line_rate_gbps(params, port_rate)
 
     try:
         argv = bandwidth.build_command(params, params["role"])

@@ -57,11 +57,11 @@ digest:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.site.stamp import DIGEST_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.site.stamp import SITE_DIGEST_SPEC
 
 
 def main() -> None:
-    refuse_without_action("site_digest", DIGEST_ARGUMENT_SPEC)
+    refuse_without_action("site_digest", SITE_DIGEST_SPEC)
 
 
 if __name__ == "__main__":

@@ -125,11 +125,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import CHECK_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import SLURM_CHECK_SPEC
 
 
 def main() -> None:
-    refuse_without_action("slurm_check", CHECK_ARGUMENT_SPEC)
+    refuse_without_action("slurm_check", SLURM_CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -56,11 +56,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import CONFIG_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import SLURM_CONFIG_SPEC
 
 
 def main() -> None:
-    refuse_without_action("slurm_config", CONFIG_ARGUMENT_SPEC)
+    refuse_without_action("slurm_config", SLURM_CONFIG_SPEC)
 
 
 if __name__ == "__main__":

@@ -126,11 +126,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import PLAN_ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm.phase import SLURM_PLAN_SPEC
 
 
 def main() -> None:
-    refuse_without_action("slurm_plan", PLAN_ARGUMENT_SPEC)
+    refuse_without_action("slurm_plan", SLURM_PLAN_SPEC)
 
 
 if __name__ == "__main__":

@@ -89,11 +89,11 @@ dest:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.site.source_tree import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.site.source_tree import SOURCE_TREE_SPEC
 
 
 def main() -> None:
-    refuse_without_action("source_tree", ARGUMENT_SPEC)
+    refuse_without_action("source_tree", SOURCE_TREE_SPEC)
 
 
 if __name__ == "__main__":

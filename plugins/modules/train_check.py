@@ -12,11 +12,13 @@ version_added: "0.1.0"
 description:
   - Runs on the controller (an action plugin); nothing on a node changes, and check mode runs the same.
   - Merges O(overrides) with the shorthands O(steps), O(warmup), O(lr) and the choices O(hsdp) and O(resume),
-    resolves the recipe with the trainer's own code (as M(rdmaops.cluster.trainer_recipe) does) for the
-    number of O(hosts), and writes it out as the one recipe file every node runs (C(plan.recipe_text)) with
-    its sha256 (C(plan.recipe_sha256)).
-  - Fails with every error in one message, each naming its setting and value (an unknown recipe lists the
-    known ones; a world size that does not fit names both numbers).
+    resolves the recipe with the trainer's own code (as M(rdmaops.cluster.trainer_recipe) does) and fits it
+    to the number of O(hosts) (C(cluster.nodes); the global batch kept through gradient accumulation, or moved
+    to the nearest even split). M(rdmaops.cluster.train_plan) fits it to the nodes' GPUs and writes it out as
+    the one recipe file every node runs.
+  - "Fails with every error in one message, each naming its setting and value (an unknown recipe lists the
+    known ones; a recipe that cannot run on the hosts names the overrides that would, in the
+    C(-e '{\"recipe_overrides\": {...}}') form)."
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -131,20 +133,24 @@ errors:
 plan:
   description:
     - C(job), C(unit), C(launcher), C(resume), C(hosts) (in node-rank order), C(master) (rank 0),
-      C(order_note) (the rank order and why, for the preflight notes; empty without a port map), C(workdir),
+      C(order_note) (the rank order and why, for the preflight notes; empty without a port map), C(cables)
+      (per node, the direct cables' ports the watch's agents read, as M(rdmaops.cluster.train_watch) takes
+      them; empty on a switched fabric or without a port map), C(workdir),
       C(output_dir), C(metrics_file), C(log_file), C(events_file), C(steps), C(paths) (the recipe's inputs
-      every node must hold), C(launch) (the facts the preflight compares), C(recipe_text) (the resolved
-      recipe file), C(recipe_sha256), C(render_dir) (absolute; empty unless O(render_dir) is set).
+      every node must hold), C(launch) (the recipe on the hosts with its own processes per node),
+      C(overrides) (the recipe keys the plan resolves again with), C(pinned) (the keys the fit keeps, the
+      recipe's C(cluster.pinned) and the overrides' own), C(model_config) (an hf model's C(config.json), read
+      by the preflight), C(trainer_src), C(render_dir) (absolute; empty unless O(render_dir) is set).
   returned: success
   type: dict
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import CHECK_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phase import TRAIN_CHECK_SPEC
 
 
 def main() -> None:
-    refuse_without_action("train_check", CHECK_SPEC)
+    refuse_without_action("train_check", TRAIN_CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,12 @@ description:
   - With O(health_mode=fail), every failing node health check (M(rdmaops.cluster.node_health) on each node,
     plus the driver and CUDA versions compared across nodes) is one more problem of that message, naming node,
     check, value and threshold; with V(warn) the findings are notes only.
+  - Fits the recipe to the nodes as M(rdmaops.cluster.train_check) resolved it. A GPU recipe runs one process
+    per GPU (the fewest any node has) unless C(cluster.procs_per_node) is pinned; the global batch is kept
+    through gradient accumulation or moved to the nearest even split, and the notes say how it is split.
+  - For a GPU recipe, estimates the memory per GPU of the layout from the model's config and compares it
+    with the smallest GPU memory the nodes report; with O(memory_check=fail) a layout that cannot fit is one
+    more problem, naming the estimate and the smallest layouts that would.
   - Otherwise plans, from the plan of M(rdmaops.cluster.train_check) and the reports, what each node starts,
     its launch directory C(<workdir>/launch/<node>) (C(launch.sh), C(nccl.env), C(job.env), C(recipe.yaml),
     C(hostfile) for DeepSpeed), the unit's command (C(supervise.py) running C(launch.sh)), the job record
@@ -82,6 +88,14 @@ options:
       - V(0) never.
     type: float
     default: 0.0
+  memory_check:
+    description:
+      - V(fail) refuses a GPU recipe whose estimated memory per GPU exceeds what the GPUs offer (their memory
+        less a reserve for the CUDA context, NCCL and the allocator); V(warn) notes it; V(off) does not
+        estimate.
+    type: str
+    choices: [fail, warn, 'off']
+    default: fail
 extends_documentation_fragment:
   - rdmaops.cluster.phase
 """
@@ -109,7 +123,9 @@ plan:
     - C(notes) (the preflight's notes) and C(sync) (inputs to copy first; then nothing else is planned).
     - Otherwise also the job record's keys (C(job), C(unit), C(launcher), C(master), C(master_addr),
       C(master_port), C(workdir), C(output_dir), C(metrics_file), C(log_file), C(events_file), C(steps),
-      C(order), C(recipe_sha256), C(slurm_job_name)), C(job_record), C(nodes) (per host C(node_rank), C(dir),
+      C(order), C(recipe_sha256), C(launch_file), C(slurm_job_name)), C(job_record), C(launch) and C(layout)
+      (the recipe as fitted to the nodes, and its batch split), C(recipe_text) (the recipe file every node
+      runs), C(nodes) (per host C(node_rank), C(dir),
       C(command), C(files) (the launch directory, file name to content), C(unit_files) (absolute path to
       content, those files with C(supervise.py) and C(job.json)), C(unit_argv)), C(recipe_file),
       C(batch_script) and C(batch_script_text) (Slurm), and C(health) (the node health report over all nodes,
@@ -119,11 +135,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phases import PLAN_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.phase import TRAIN_PLAN_SPEC
 
 
 def main() -> None:
-    refuse_without_action("train_plan", PLAN_SPEC)
+    refuse_without_action("train_plan", TRAIN_PLAN_SPEC)
 
 
 if __name__ == "__main__":

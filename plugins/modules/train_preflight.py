@@ -57,6 +57,12 @@ options:
     description: The content of O(shared_marker) that this launch expects (a fresh value per launch).
     type: str
     default: ""
+  model_config:
+    description:
+      - The recipe's transformers model C(config.json) (empty for a model without one); its content is
+        returned as RV(model_config) for the memory estimate.
+    type: str
+    default: ""
   write_marker:
     description:
       - Create O(output_dir) and write O(shared_token) to O(shared_marker) first (on the master; the other
@@ -101,6 +107,16 @@ gpus:
   description: NVIDIA GPUs visible to the driver (0 without one).
   returned: always
   type: int
+gpu_memory_mib:
+  description:
+    - Each GPU's memory in MiB (C(nvidia-smi --query-gpu=memory.total)); empty without GPUs or nvidia-smi.
+  returned: always
+  type: list
+  elements: int
+model_config:
+  description: The content of O(model_config) (a JSON mapping), when it exists and is at most 1 MiB.
+  returned: when O(model_config) is readable
+  type: dict
 env:
   description: The variables of O(env_file).
   returned: always
@@ -170,6 +186,10 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.affinity impo
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl.env_file import parse as parse_env_file
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.rdma.sysfs import read_ports
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train.agent import parse_show
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.gpus import (
+    MEMORY_QUERY,
+    parse_memory_total,
+)
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import LaunchError, unit_name
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import (
     VERSION_PROBE,
@@ -195,6 +215,7 @@ def main() -> None:
             "shared_marker": {"type": "str", "default": ""},
             "shared_token": {"type": "str", "default": "", "no_log": False},
             "write_marker": {"type": "bool", "default": False},
+            "model_config": {"type": "str", "default": ""},
         },
         required_if=[("write_marker", True, ("shared_marker", "shared_token"))],
         supports_check_mode=True,
@@ -229,6 +250,22 @@ def main() -> None:
         result["gpu_topology"] = {"rc": rc, "stdout": out, "stderr": err}
     else:
         result["gpu_topology"] = {"rc": NOT_FOUND_RC, "stdout": "", "stderr": "nvidia-smi: not found"}
+    result["gpu_memory_mib"] = []
+    if smi and result["gpus"]:
+        rc, out, _err = module.run_command([smi, *MEMORY_QUERY[1:]])
+        result["gpu_memory_mib"] = parse_memory_total(out) if rc == 0 else []
+    if (
+        p["model_config"]
+        and os.path.isfile(p["model_config"])
+        and os.path.getsize(p["model_config"]) <= 2**20
+    ):
+        try:
+            with open(p["model_config"], encoding="utf-8") as fh:
+                config = json.load(fh)
+        except (OSError, ValueError):
+            config = None
+        if isinstance(config, dict):
+            result["model_config"] = config
 
     env: dict[str, str] = {}
     if os.path.isfile(p["env_file"]):

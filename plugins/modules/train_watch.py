@@ -187,11 +187,11 @@ warnings:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import ARGUMENT_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch import TRAIN_WATCH_SPEC
 
 
 def main() -> None:
-    refuse_without_action("train_watch", ARGUMENT_SPEC)
+    refuse_without_action("train_watch", TRAIN_WATCH_SPEC)
 
 
 if __name__ == "__main__":

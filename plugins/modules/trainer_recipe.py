@@ -40,8 +40,17 @@ options:
     required: true
   nodes:
     description:
-      - Number of hosts the job will run on; it must equal the recipe's C(cluster.nodes).
-      - Not checked when omitted.
+      - Number of hosts the job will run on. The recipe is fitted to them with the trainer's own rule
+        (C(rdmaops_trainer.fit)). C(cluster.nodes) becomes this number and the global batch is kept through
+        gradient accumulation, or moved to the nearest batch that splits evenly (RV(fit) says so and why). A
+        key the overrides set or the recipe lists in C(cluster.pinned) is kept, and a cluster it does not fit
+        is refused with the overrides that would run.
+      - Not fitted when omitted.
+    type: int
+  procs_per_node:
+    description:
+      - With O(nodes), the processes each node starts (a GPU recipe's GPUs per node); omitted, the recipe's
+        own C(cluster.procs_per_node).
     type: int
   check_paths:
     description: Also require the model, tokenizer and data paths of the recipe to exist where this runs.
@@ -78,7 +87,7 @@ recipe:
   returned: success
   type: dict
 overrides:
-  description: The overrides as the trainer's C(--set) arguments.
+  description: The overrides as the trainer's C(--set) arguments, then the keys the fit to O(nodes) set.
   returned: success
   type: list
   elements: str
@@ -104,6 +113,21 @@ layout:
     seq_len: 64
     tokens_per_step: 768
     pipelined: false
+fit:
+  description:
+    - What fitting the recipe to O(nodes) changed, C(sets) (dotted keys and their new values, also at the
+      end of RV(overrides)), C(notes) (what moved and why, and how the batch is split) and C(pinned) (the
+      keys kept as written).
+  returned: success
+  type: dict
+  sample:
+    sets: {"cluster.nodes": 4, "train.micro_batch_size": 1}
+    notes:
+      - "cluster: 4 node(s) x 1 = 4 ranks (the recipe was written for 3 x 1)"
+      - "train.micro_batch_size: 2 -> 1: 12 sequences per step do not split into micro-batches of 2 over 4
+        ranks"
+      - "batch: 12 sequences per step = 1 per micro-batch x 3 accumulation step(s) x 4 data-parallel rank(s)"
+    pinned: []
 launch:
   description:
     - C(name), C(strategy), C(device), C(nodes), C(procs_per_node), C(world_size), C(data_parallel),
@@ -141,13 +165,21 @@ def main() -> None:
             "overrides": {"type": "dict", "default": {}},
             "trainer_src": {"type": "path", "required": True},
             "nodes": {"type": "int"},
+            "procs_per_node": {"type": "int"},
             "check_paths": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
     p = module.params
     try:
-        result = resolve(p["trainer_src"], p["recipe"], p["overrides"], p["nodes"], p["check_paths"])
+        result = resolve(
+            p["trainer_src"],
+            p["recipe"],
+            p["overrides"],
+            nodes=p["nodes"],
+            procs_per_node=p["procs_per_node"],
+            check_paths=p["check_paths"],
+        )
     except RecipeResolveError as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(changed=False, **result)

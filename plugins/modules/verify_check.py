@@ -79,11 +79,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import CHECK_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import VERIFY_CHECK_SPEC
 
 
 def main() -> None:
-    refuse_without_action("verify_check", CHECK_SPEC)
+    refuse_without_action("verify_check", VERIFY_CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -63,11 +63,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import GATE_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import VERIFY_GATE_SPEC
 
 
 def main() -> None:
-    refuse_without_action("verify_gate", GATE_SPEC)
+    refuse_without_action("verify_gate", VERIFY_GATE_SPEC)
 
 
 if __name__ == "__main__":

@@ -181,14 +181,7 @@ def main() -> None:
     except bandwidth.BandwidthError as exc:
         module.fail_json(msg=str(exc))
     module.get_bin_path(argv[0], required=True)
-    line_rate = link_test.line_rate_gbps(
-        p["line_rate_gbps"],
-        p["mode"],
-        interface=p["interface"],
-        sysfs_root=p["sysfs_root"],
-        device=p["device"],
-        ib_port=p["ib_port"],
-    )
+    line_rate = link_test.line_rate_gbps(p)
     result: dict = {
         "changed": False,
         "command": argv,

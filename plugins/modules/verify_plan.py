@@ -81,11 +81,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import PLAN_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import VERIFY_PLAN_SPEC
 
 
 def main() -> None:
-    refuse_without_action("verify_plan", PLAN_SPEC)
+    refuse_without_action("verify_plan", VERIFY_PLAN_SPEC)
 
 
 if __name__ == "__main__":

@@ -75,11 +75,11 @@ plan:
 """
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import refuse_without_action
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phases import SUMMARY_SPEC
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.phase import VERIFY_SUMMARY_SPEC
 
 
 def main() -> None:
-    refuse_without_action("verify_summary", SUMMARY_SPEC)
+    refuse_without_action("verify_summary", VERIFY_SUMMARY_SPEC)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / ".collections"))
-from labkit import ROOT, check, env, finish, run_bounded, run_cases, tool
+from labkit import ROOT, check, env, finish, run_bounded, run_cases, spawn, tool
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
 
@@ -451,9 +451,7 @@ def case_cut_off(lab: Lab) -> None:
     lab.ssh(host, f"mkdir -p {Path(HOLD).parent} && rm -f {HOLD}.pid && touch {HOLD}")
     argv = [tool("ansible-playbook"), "-i", str(lab.inventory), str(ROOT / "playbooks/mesh_network.yml")]
     argv += ["-e", "mesh_network_mtu=8000", "-e", "mesh_network_apply_timeout=5"]
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    proc = spawn(argv, cwd=ROOT, env=env())
     held_pid = f'p=$(cat {HOLD}.pid 2>/dev/null) && [ "$(ps -o stat= -p "$p" | cut -c1)" = T ]'
     wait = f"end=$(( $(date +%s) + 240 )); until {held_pid}; do "
     wait += '[ "$(date +%s)" -ge "$end" ] && exit 1; sleep 0.2; done'

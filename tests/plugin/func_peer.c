@@ -10,6 +10,9 @@
  * seconds, "streaming" printed once data moves.  A plugin call that fails during the stream ends the rank
  * with status 3, after printing the wall-clock time of the failure and keeping its connections open for
  * FUNC_LINGER_S seconds (default 3), so that its peers see the cable's loss themselves, not this exit.
+ * FUNC_STREAM_ONEWAY=1 streams one way only, from the lower rank of each pair to the higher: the sender then
+ * always has a send waiting on its peer's acknowledgements and the receiver never has data of its own in
+ * flight, so which sign tells a silent cable at each end does not depend on where a round stood.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -172,8 +175,9 @@ static int test_pass(void **sreq, void **rreq, int *sdone, int *rdone, int *rsiz
   return left;
 }
 
-/* Messages of `size` bytes both ways with every peer, round after round, until `seconds` pass. */
+/* Messages of `size` bytes both ways (or one way) with every peer, round after round, until `seconds` pass. */
 static int stream(double seconds, size_t size, void **sc, void **rc, void **lc) {
+  const int oneway = getenv("FUNC_STREAM_ONEWAY") && atoi(getenv("FUNC_STREAM_ONEWAY")) != 0;
   unsigned char *sbuf[MAXR], *rbuf[MAXR];
   void *smh[MAXR], *rmh[MAXR];
   for (int j = 0; j < nranks; j++) {
@@ -193,12 +197,15 @@ static int stream(double seconds, size_t size, void **sc, void **rc, void **lc) 
     int sdone[MAXR] = {0}, rdone[MAXR] = {0}, rsize[MAXR] = {0};
     for (int j = 0; j < nranks; j++) {
       if (j == rank) continue;
-      while (!rreq[j]) net_irecv(rc[j], rbuf[j], size, rmh[j], &rreq[j]);
-      while (!sreq[j]) net_isend(sc[j], sbuf[j], size, smh[j], &sreq[j]);
+      rdone[j] = oneway && j > rank; /* one way: nothing to receive from a higher rank, nothing to send lower */
+      sdone[j] = oneway && j < rank;
+      rsize[j] = rdone[j] ? (int)size : 0;
+      while (!rdone[j] && !rreq[j]) net_irecv(rc[j], rbuf[j], size, rmh[j], &rreq[j]);
+      while (!sdone[j] && !sreq[j]) net_isend(sc[j], sbuf[j], size, smh[j], &sreq[j]);
     }
     while (test_pass(sreq, rreq, sdone, rdone, rsize)) usleep(200); /* a proxy's pace; the machine is shared */
     for (int j = 0; j < nranks; j++) {
-      if (j == rank) continue;
+      if (j == rank || (oneway && j > rank)) continue;
       if ((size_t)rsize[j] != size || (size && rbuf[j][size / 2] != pattern(j, rank, size, size / 2)))
         die("stream round %ld from rank %d: %d bytes, or not the data sent", rounds, j, rsize[j]);
     }

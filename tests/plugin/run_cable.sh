@@ -7,8 +7,11 @@
 #   silent:  both carriers up but nothing crosses (a blackhole route to the peer at each end): only TCP can
 #            tell, by keepalive (a rank whose 256 KiB sends all went into its socket buffers and which only
 #            waits to receive) or by the acknowledgements of a send that waits;
-#   silentsend: the same with 16 MiB messages and the namespaces' TCP buffers capped at 1 MiB: a send always
-#            waits, and its unacknowledged data (or unanswered window probes) tell;
+#   silentsend: the same, one way only (rank 0 sends, rank 1 receives) with 16 MiB messages and the
+#            namespaces' TCP buffers capped at 1 MiB: rank 0 always has a send waiting, and its
+#            unacknowledged data (or unanswered window probes) tell; rank 1, which has nothing of its own in
+#            flight, learns it by keepalive (both ways, a rank whose send had just gone into its buffers and
+#            which only waited to receive learnt it by keepalive too: which sign told was a race);
 #   rails:   two cables between the pair, the second set down at rank 0: the error names that cable.
 # Every rank must end with an error (func_peer status 3: a plugin call failed during the stream) whose text
 # names its end of the cable ("cable IF (LOCAL -> PEER) lost") and the sign it was seen by, within BOUND_S (15)
@@ -26,7 +29,7 @@ netns_start cable plc
 
 cases=(down deleted silent silentsend rails)
 keepalive='the peer answered no TCP keepalive' unacked='the peer acknowledged nothing'
-declare -A change=() expect=() sign=()
+declare -A change=() expect=() sign=() oneway=()
 k=0
 for c in "${cases[@]}"; do
   k=$((k + 1))
@@ -50,8 +53,8 @@ for c in "${cases[@]}"; do
       change[$c]="ip -n $a route add blackhole 10.79.$k.2/32 && ip -n $b route add blackhole 10.79.$k.1/32"
       sign[$c.0]="$keepalive|$unacked" sign[$c.1]="$keepalive|$unacked"
       if [ $c = silentsend ]; then
-        size=16777216
-        sign[$c.0]=$unacked sign[$c.1]=$unacked
+        size=16777216 oneway[$c]=1
+        sign[$c.0]=$unacked sign[$c.1]=$keepalive
         for ns in "$a" "$b"; do
           ip netns exec "$ns" sysctl -qw net.ipv4.tcp_rmem="4096 131072 1048576" net.ipv4.tcp_wmem="4096 16384 1048576"
         done
@@ -70,7 +73,7 @@ for c in "${cases[@]}"; do
     ns=$a
     [ $r = 1 ] && ns=$b
     ip netns exec "$ns" env -u NCCL_MESH_IFNAME -u NCCL_MESH_CABLE_TIMEOUT_MS MESH_PLUGIN_LIB="$lib" \
-      NCCL_MESH_TRANSPORT=tcp NCCL_MESH_DEBUG=1 FUNC_STREAM_S=120 \
+      NCCL_MESH_TRANSPORT=tcp NCCL_MESH_DEBUG=1 FUNC_STREAM_S=120 FUNC_STREAM_ONEWAY="${oneway[$c]:-0}" \
       timeout "$LIMIT_S" "$peer" "$work/$c" "$r" 2 11 "$size" > "$work/$c/out.$r" 2>&1 &
     echo $! > "$work/$c/pid.$r"
   done

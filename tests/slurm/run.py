@@ -254,12 +254,7 @@ def case_kill_task(lab: SlurmLab) -> None:
     )  # fmt: skip
     victim = lab.hosts[1]
     if not wait_for_step(lab, job, 10, proc):
-        proc.kill()
-        check(
-            "slurm job reached step 10 before the fault",
-            False,
-            (proc.stdout.read() if proc.stdout else "")[-800:],
-        )
+        check("slurm job reached step 10 before the fault", False, finish(proc, 0.1)[-800:])
         return
     slurm_id = lab.ssh(lab.hosts[0], f"squeue --noheader --name=rdmaops-{job} --format=%i").stdout.strip()
     # the kill's moment on the victim's clock, and below the job's end as Slurm recorded it (nodes share the

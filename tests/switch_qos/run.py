@@ -38,6 +38,7 @@ from labkit import (
     run_bounded,
     run_cases,
     signal_tree,
+    spawn,
     tool,
 )
 
@@ -107,13 +108,10 @@ class Switch:
     def play_async(self, *extra: str, pause: str = "") -> subprocess.Popen[str]:
         """The play in the background; PAUSE: the switch_qos module's test hook (RDMAOPS_SWITCH_QOS_PAUSE)."""
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), "--limit", self.name, PLAYBOOK, *extra]
-        return subprocess.Popen(
+        return spawn(
             argv,
             cwd=ROOT,
             env={**env(), "RDMAOPS_SWITCH_QOS_PAUSE": pause} if pause else env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
             start_new_session=True,
         )
 

@@ -17,6 +17,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,7 +30,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, add_tier, check, chosen, env, finish, run_bounded, run_cases, tool
+from labkit import ROOT, add_tier, check, chosen, env, finish, run_bounded, run_cases, spawn, tool
 
 # The trainer processes themselves (not torchrun's agent, whose command line names torch.distributed.run).
 TRAINER = r"^[^ ]*python[^ ]* (-u )?-m rdmaops_trainer "
@@ -82,9 +83,7 @@ class Lab:
 
     def play_async(self, playbook: str, *extra: str) -> subprocess.Popen[str]:
         argv = [tool("ansible-playbook"), "-i", str(self.inventory), playbook, *extra]
-        return subprocess.Popen(
-            argv, cwd=ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
+        return spawn(argv, cwd=ROOT, env=env())
 
     def pids(self, host: str, pattern: str) -> list[str]:
         return self.ssh(host, f"pgrep -f '{pattern}' || true").stdout.split()
@@ -154,7 +153,6 @@ def reset(lab: Lab, *jobs: str) -> None:
         subprocess.run(["rm", "-rf", str(workdir)], check=False)
 
 
-GLM_ON_LAB = '{"recipe_overrides": {"cluster.nodes": 3, "train.global_batch_size": 48}}'
 SHORT = ["-e", "train_progress_interval=5"]
 
 
@@ -589,18 +587,32 @@ def case_bad_recipes(lab: Lab) -> None:
         "unknown recipe names the known ones",
         rc != 0 and "recipe 'nope' not found (known:" in out and "tiny" in out,
     )
+    # glm (written for 2 nodes x 8 GPUs) is fitted to the lab's nodes; the preflight then finds no GPU and no
+    # model on them, named per node (and no word about node counts)
     rc, out, _secs = lab.play("train.yml", "-e", "recipe=glm")
+    said = " ".join(out.split())
     check(
-        "glm on the lab fails before launch (2 nodes x 8 GPUs)",
-        rc != 0 and "cluster.nodes: the recipe asks for 2 node(s) but the play has 3" in out,
-    )
-    rc, out, _secs = lab.play("train.yml", "-e", "recipe=glm", "-e", GLM_ON_LAB)
-    check(
-        "glm with 3 nodes: model path missing and no GPUs, named per node",
+        "glm on the lab: fitted to its nodes, then model path missing and no GPUs, named per node",
         rc != 0
-        and "model.path /shared/models/GLM-4.5-Air does not exist" in out
-        and "0 GPU(s) visible" in out,
-        re.sub(r"\s+", " ", out[out.find("train preflight") :][:400]),
+        and "model.path /shared/models/GLM-4.5-Air does not exist" in said
+        and "0 GPU(s) visible" in said
+        and "the recipe asks for" not in said,
+        said[said.find("train preflight") :][:400],
+    )
+    # a node count pinned by hand that the play contradicts: refused on the controller with the override that
+    # would run, in the form train.yml takes it
+    pinned = json.dumps({"recipe_overrides": {"cluster.nodes": len(lab.hosts) - 1}})
+    rc, out, _secs = lab.play("train.yml", "-e", "recipe=tiny", "-e", pinned)
+    said = " ".join(out.split()).replace("\\", "")
+    would = "-e '" + json.dumps({"recipe_overrides": {"cluster.nodes": len(lab.hosts)}}) + "'"
+    check(
+        "a pinned node count the play contradicts names the override that would run",
+        rc != 0
+        and f"cluster.nodes: {len(lab.hosts) - 1}, pinned (recipe_overrides), but the cluster has "
+        f"{len(lab.hosts)} node(s)"
+        in said
+        and would in said,
+        said[said.find("recipe tiny") :][:300],
     )
 
 
@@ -644,11 +656,14 @@ def case_bad_inputs(lab: Lab) -> None:
     rc3, out3, _secs = lab.play("playbooks/train_status.yml", "-e", "job=t-twice")
     rc4, _out, _secs = lab.play("playbooks/train_stop.yml", "-e", "job=t-twice")
     left = {h: p for h, p in lab.trainers().items() if p}
+    # the second launch: one problem, the running job (not also its port, its output directory)
     check(
-        "detach, status, a second launch refused, stop",
+        "detach, status, a second launch refused naming the running job once, stop",
         rc == 0
         and rc2 != 0
-        and "already running there" in out2
+        and "train preflight: 1 problem(s)" in " ".join(out2.split())
+        and "job t-twice is already running on" in " ".join(out2.split())
+        and "rendezvous port" not in out2
         and rc3 == 0
         and "running" in out3
         and rc4 == 0
@@ -941,6 +956,102 @@ def case_health(lab: Lab) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+# tiny's split on the lab sizes train.yml fits it to (the recipe is written for 3 nodes): global batch,
+# micro-batch, accumulation steps
+TINY_FITS = {1: (12, 2, 6), 2: (12, 2, 3), 3: (12, 2, 2), 4: (12, 1, 3), 8: (16, 2, 1)}
+
+
+def case_tiny_fits(lab: Lab) -> None:
+    """tiny with no overrides on other node counts: on this lab's first N nodes (--limit; the rank order is
+    then the play's, -e train_mesh_topology=switched, as the cables to the nodes left out are not the job's),
+    for N = 2, 3, 4 and the lab's own size. A lab of 4 or 8 nodes (make lab-up LAB_NODES=8) runs those sizes
+    whole."""
+    tiny_fitted(lab, sorted({k for k in (2, 3, 4, len(lab.hosts)) if k <= len(lab.hosts)}))
+
+
+def case_tiny_on_2(lab: Lab) -> None:
+    """tiny with no overrides on 2 of the lab's nodes (the CI tier's other size: every other case runs the
+    recipe's own 3)."""
+    tiny_fitted(lab, [2])
+
+
+def tiny_fitted(lab: Lab, sizes: list[int]) -> None:
+    """tiny_fits on each node count of SIZES."""
+    for n in sizes:
+        job = f"t-fit-{n}"
+        reset(lab, job)
+        part = ["--limit", ",".join(lab.hosts[:n]), "-e", "train_mesh_topology=switched"]
+        rc, out, secs = lab.play(*tiny(job, "-e", "steps=20", *SHORT, *(part if n < len(lab.hosts) else [])))
+        said = " ".join(out.split())
+        start = next((r for r in metrics(lab, job) if r.get("event") == "start"), {})
+        split = ""
+        if n in TINY_FITS:
+            batch, micro, accum = TINY_FITS[n]
+            split = (
+                f"batch: {batch} sequences per step = {micro} per micro-batch x {accum} accumulation "
+                f"step(s) x {n} data-parallel rank(s)"
+            )
+        check(
+            f"tiny trains on {n} nodes without overrides, its batch split named",
+            rc == 0
+            and f"job {job} finished: step 20" in said
+            and start.get("world_size") == n
+            and split in said,
+            f"rc={rc}, {secs:.0f} s, world size {start.get('world_size')}"
+            + ("" if rc == 0 else "\n" + out[-3000:]),
+        )
+        reset(lab, job)
+
+
+def case_reattach(lab: Lab) -> None:
+    """Ctrl-C on train.yml ends the watch, not the job, and says how to watch it again; a second train.yml
+    names the running job once (not its port, not its output); train_status.yml -e follow=true re-attaches:
+    the same progress lines, then the job's end. The ranks hold between their last step and the end record
+    (RDMAOPS_TRAINER_PAUSE=end) while the second launch is tried, so the job is running then by construction,
+    whatever the machine's speed; released, the follow reads the rest (a job that ended before a progress line
+    showed a step still shows its last one)."""
+    job, steps = "t-reattach", 100
+    reset(lab, job)
+    proc = lab.play_async(*tiny(job, "-e", f"steps={steps}", *pause_args("end"), *SHORT))
+    try:
+        reached = wait_for_step(lab, job, 20, proc)
+        proc.send_signal(signal.SIGINT)  # a terminal's Ctrl-C reaches ansible-playbook: its workers stop
+        out = " ".join(finish(proc, 60).split())
+        running = {h: bool(p) for h, p in lab.trainers().items()}
+        held = paused(lab)
+        rc2, out2, _secs = lab.play(*tiny(job, "-e", f"steps={steps}"))
+    finally:
+        resume_all(lab)
+    said2 = " ".join(out2.split())
+    rc3, out3, secs3 = lab.play("playbooks/train_status.yml", "-e", f"job={job}", "-e", "follow=true", *SHORT)
+    said3 = " ".join(out3.split())
+    check(
+        "Ctrl-C stops the watch, not the job, and says how to watch it again",
+        reached
+        and "Ctrl-C stops this watch, not the job" in out
+        and f"playbooks/train_status.yml -i {lab.inventory} -e job={job} -e follow=true" in out
+        and all(running.values()),
+        f"step 20 reached {reached}, trainers running after Ctrl-C: {running}",
+    )
+    check(
+        "a second launch while it runs names the running job once",
+        held
+        and rc2 != 0
+        and "train preflight: 1 problem(s)" in said2
+        and f"job {job} is already running on" in said2
+        and "rendezvous port" not in said2,
+        f"held at the end: {held}; " + said2[said2.find("train preflight") :][:400],
+    )
+    check(
+        "train_status.yml -e follow=true re-attaches: progress lines, then the job's end",
+        rc3 == 0
+        and re.search(rf"\[{job}\] step \d+/{steps}", said3) is not None
+        and f"job {job} finished: step {steps}" in said3,
+        f"rc={rc3}, {secs3:.0f} s" + ("" if rc3 == 0 else "\n" + out3[-3000:]),
+    )
+    reset(lab, job)
+
+
 CASES: dict[str, Callable[[Lab], None]] = {
     "bad_recipes": case_bad_recipes,
     "bad_inputs": case_bad_inputs,
@@ -956,6 +1067,11 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "recipe_once": case_recipe_once,
     "render": case_render,
     "health": case_health,
+    # tiny fitted to other node counts (CI runs 2 of the lab's 3 nodes; the full tier every size the lab
+    # holds); Ctrl-C, a second launch, re-attach (full tier)
+    "tiny_fits": case_tiny_fits,
+    "tiny_on_2": case_tiny_on_2,
+    "reattach": case_reattach,
 }
 # What make test runs (--tier ci): one case per mechanism on real nodes. The others re-check a mechanism that
 # CI runs with another input: the recipe refusals are made on the controller (unit-tested); fsdp2's resume is
@@ -971,6 +1087,7 @@ CI = [
     "finished_launcher",
     "render",
     "health",
+    "tiny_on_2",
 ]
 
 

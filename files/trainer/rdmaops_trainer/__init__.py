@@ -39,6 +39,11 @@ _EXPORTS: dict[str, str] = {
     "peak_flops": "flops:peak_flops",
     "PEAK_BF16_FLOPS": "flops:PEAK_BF16_FLOPS",
     "H100_H200_BF16_PEAK": "flops:H100_H200_BF16_PEAK",
+    # a layout's memory per GPU, estimated from the model's config (train.yml's preflight compares it with
+    # the GPUs'; benchmarks/gpu/memory_estimate.py with the measured peak)
+    "recipe_estimate": "memory:recipe_estimate",
+    "MemoryEstimate": "memory:MemoryEstimate",
+    "ShapeUnknown": "model_shape:ShapeUnknown",
     # the opt-in kernels: their table and the entry points their benchmarks time
     "KERNEL_OPTIONS": "kernels.registry:OPTIONS",
     "linear_cross_entropy": "kernels.fused_loss:linear_cross_entropy",
@@ -99,5 +104,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (a test holds the two equal)
     from .kernels.fused_swiglu import stack_gate_up, swiglu_mlp
     from .kernels.registry import OPTIONS as KERNEL_OPTIONS
     from .lora import targets_as_given
+    from .memory import MemoryEstimate, recipe_estimate
+    from .model_shape import ShapeUnknown
     from .models import MLP, build_model, lm_loss
     from .strategies.base import Strategy

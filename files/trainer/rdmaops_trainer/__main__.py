@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(recipe.to_dict(), indent=2))
             return 0
         rank, world, _ = env_world()
-        validate(recipe, world_size=world)
+        local = os.environ.get("LOCAL_WORLD_SIZE", "")
+        validate(recipe, world_size=world, local_world_size=int(local) if local.isdigit() else None)
         # the launcher's RDMAOPS_HSDP and node numbering, for FSDP2's mesh
         dp_mesh.plan(recipe, world, os.environ)
         check_paths(recipe)

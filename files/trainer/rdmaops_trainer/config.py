@@ -154,12 +154,22 @@ class StrategyConfig:
     zero3: Zero3Options = field(default_factory=Zero3Options)
 
 
+# The keys a launcher may change to fit a recipe to the cluster it runs on (fit.py); cluster.pinned lists
+# those it must not change.
+FIT_KEY = Literal[
+    "cluster.nodes", "cluster.procs_per_node", "train.global_batch_size", "train.micro_batch_size"
+]
+
+
 @dataclass
 class ClusterConfig:
     nodes: int = 1
     # GPUs per node (cuda) or processes per node (cpu).
     procs_per_node: int = 1
     device: Literal["auto", "cuda", "cpu"] = "auto"
+    # train.yml fits nodes and procs_per_node to the play's hosts and the nodes' GPUs, and the batch to the
+    # world size (fit.py); a key listed here is kept as written, and a cluster it does not fit is refused
+    pinned: list[FIT_KEY] = field(default_factory=list)
 
     @property
     def world_size(self) -> int:
@@ -368,8 +378,13 @@ def _positive(value: float, key: str, allow_zero: bool = False) -> None:
         raise RecipeError(f"{key}: {value!r} must be {'>= 0' if allow_zero else '> 0'}")
 
 
-def validate(recipe: Recipe, world_size: int | None = None) -> None:
-    """Semantic checks; with `world_size`, also those that depend on the actual process count."""
+def validate(
+    recipe: Recipe, world_size: int | None = None, local_world_size: int | None = None, cluster: bool = True
+) -> None:
+    """Semantic checks; with `world_size`, also those that depend on the actual process count (a world size
+    the recipe was not written for is named with the fit that would run there, `local_world_size` ranks per
+    node: fit.py). `cluster` False leaves out the checks of the recipe's own cluster (HSDP's nodes, the batch
+    split), for a recipe that is fitted to another cluster next."""
     t, d, s = recipe.train, recipe.data, recipe.strategy
     if s.name not in STRATEGY_NAMES:
         raise RecipeError(f"strategy.name: {s.name!r} is not one of {', '.join(STRATEGY_NAMES)}")
@@ -448,6 +463,8 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
         _positive(recipe.lora.r, "lora.r")
     _positive(recipe.cluster.nodes, "cluster.nodes")
     _positive(recipe.cluster.procs_per_node, "cluster.procs_per_node")
+    if not cluster:
+        return
     if s.name == "fsdp2" and s.fsdp2.hsdp is True and recipe.cluster.nodes < 2:
         raise RecipeError(
             f"strategy.fsdp2.hsdp: true needs cluster.nodes >= 2, not {recipe.cluster.nodes} (HSDP "
@@ -456,10 +473,9 @@ def validate(recipe: Recipe, world_size: int | None = None) -> None:
     # the batch must split evenly over the recipe's own cluster; the layout names the keys when it does not
     BatchLayout.from_recipe(recipe)
     if world_size is not None and world_size != recipe.cluster.world_size:
-        raise RecipeError(
-            f"WORLD_SIZE {world_size} does not match cluster.nodes * cluster.procs_per_node = "
-            f"{recipe.cluster.nodes} * {recipe.cluster.procs_per_node} = {recipe.cluster.world_size}"
-        )
+        from .fit import world_mismatch  # fit builds on the layout this module checks
+
+        raise RecipeError(world_mismatch(recipe, world_size, local_world_size))
 
 
 def compute_precision(recipe: Recipe, cuda: bool) -> str:
@@ -544,15 +560,16 @@ def load_recipe_data(name_or_path: str) -> tuple[dict[str, Any], Path]:
     return data, path
 
 
-def recipe_from_dict(data: dict[str, Any]) -> Recipe:
+def recipe_from_dict(data: dict[str, Any], cluster: bool = True) -> Recipe:
     if "name" not in data:
         raise RecipeError("recipe: missing key name")
     recipe = _build(Recipe, data, "")
-    validate(recipe)
+    validate(recipe, cluster=cluster)
     return recipe
 
 
-def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> Recipe:
+def load_recipe(name_or_path: str, overrides: list[str] | None = None, cluster: bool = True) -> Recipe:
+    """A recipe with its overrides, checked (`cluster` False: not yet on its own cluster, see validate)."""
     data, _ = load_recipe_data(name_or_path)
     apply_overrides(data, overrides or [])
-    return recipe_from_dict(data)
+    return recipe_from_dict(data, cluster)

@@ -49,7 +49,8 @@ class MLP(nn.Module):
         super().__init__()
         self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=cfg.bias)
         self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=cfg.bias)
-        # train.fused_mlp: bias + GELU in cuBLASLt's GEMM epilogues (kernels/fused_mlp.py)
+        # train.fused_mlp: bias + GELU in cuBLASLt's GEMM epilogues (kernels/fused_mlp.py, whose converter
+        # knows this module by its shape and sets this switch)
         self.fused = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

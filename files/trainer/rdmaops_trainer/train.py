@@ -44,6 +44,20 @@ def _model_vocab(recipe: Recipe) -> int:
     return int(hf_config(recipe).vocab_size)
 
 
+def _memory_estimate(recipe: Recipe, model: Any, strategy: Strategy, rt: Runtime) -> float | None:
+    """The estimate of this layout's peak per GPU in GiB, from the built model's config (None where the
+    estimate does not model it)."""
+    from .memory import recipe_estimate
+    from .model_shape import ShapeUnknown
+
+    config = model.hf.config.to_dict() if hasattr(model, "hf") else None
+    hybrid = bool(getattr(getattr(strategy, "mesh_plan", None), "hybrid", False))
+    try:
+        return round(recipe_estimate(recipe, config, hybrid, rt.is_cuda).gib, 2)
+    except ShapeUnknown:
+        return None
+
+
 def fits_on_device(need_bytes: int, free_bytes: int) -> bool:
     """A full model may be built on the GPU when it takes at most half of the free memory (the other
     half: activations, gradients and optimizer state, and for FSDP2 the shards made from it)."""
@@ -126,6 +140,8 @@ def _run(recipe: Recipe, rt: Runtime, recompile_hits: list[str]) -> dict[str, An
         train_blocks=len(train_data),
         eval_blocks=len(eval_data),
         micro_batches_per_step=layout.grad_accum,
+        # what train.yml's preflight compared with the GPUs' memory (memory.py), beside peak_mem_gb
+        memory_estimate_gib=_memory_estimate(recipe, model, strategy, rt),
         start_step=start_step,
         steps=t.steps,
     )

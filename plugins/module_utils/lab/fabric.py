@@ -24,7 +24,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import (
 )
 
 # The options of module rdmaops.cluster.lab_fabric, which wires a plan from them.
-ARGUMENT_SPEC: dict[str, Any] = {
+LAB_FABRIC_SPEC: dict[str, Any] = {
     "name": {"type": "str", "required": True},
     "nodes": {"type": "list", "elements": "str", "required": True},
     "switches": {"type": "list", "elements": "str", "default": []},

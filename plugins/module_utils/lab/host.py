@@ -34,7 +34,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.lab.plan import (
 Runner = Callable[[list[str]], tuple[int, str, str]]
 
 # Argument spec of the modules that act on an existing instance (doc fragment rdmaops.cluster.lab.instance).
-INSTANCE_ARGS: dict[str, dict[str, Any]] = {
+INSTANCE_SPEC: dict[str, dict[str, Any]] = {
     "name": {"type": "str", "required": True},
     "cache_dir": {"type": "path", "default": "/var/lib/rdmaops-lab"},
     "run_dir": {"type": "path", "default": "/run/rdmaops-lab"},

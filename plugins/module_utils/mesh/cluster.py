@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The mesh_network role's cluster phase: the rules that span nodes, and every node's part of the plan, once.
+"""The mesh_network role's plan phase: the inventory and what every node reported in, ``{errors, plan}`` out,
+once per run (the rules that span nodes, and every node's part of the plan).
 
 One pure function (``plan``) behind the action plugin rdmaops.cluster.mesh_network_plan, which the role runs
 once per run on the controller (``run_once``): the host list, the MTU, the pools, the cabling (every cable
@@ -38,7 +39,7 @@ SETTINGS = (
     "leaf_routes",
 )
 
-ARGUMENT_SPEC: dict[str, Any] = {
+MESH_NETWORK_PLAN_SPEC: dict[str, Any] = {
     **required_raw(
         "hosts", "mgmt_cidr", "link_pool", "link_prefix", "node_pool", "fabric_subnet", "mtu", *SETTINGS
     ),

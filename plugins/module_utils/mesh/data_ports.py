@@ -10,12 +10,12 @@ holds the MTU against what each port can carry.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.addressing import MeshAddressingError
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
 
 # --------------------------------------------------------------------------- ports
 
@@ -156,10 +156,8 @@ MTU_MAX = 9216  # the largest jumbo frame common switches carry
 
 def mtu_errors(mtu: Any, name: str) -> list[str]:
     """The MTU rule: a whole number (written as digits) in MTU_MIN..MTU_MAX; ``name`` labels the value."""
-    digits = not isinstance(mtu, bool) and (
-        isinstance(mtu, int) or re.fullmatch(r"[0-9]+", str(mtu)) is not None
-    )
-    if digits and MTU_MIN <= int(mtu) <= MTU_MAX:
+    number = whole(mtu)
+    if number is not None and MTU_MIN <= number <= MTU_MAX:
         return []
     shown = repr(str(mtu)) if isinstance(mtu, str) else repr(mtu)  # str(): a plain str, not a tagged subclass
     return [f"{name} {shown} must be an integer in {MTU_MIN}..{MTU_MAX}"]

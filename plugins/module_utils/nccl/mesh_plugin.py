@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import is_int
+
 BUILTIN_SUBNET_ROUTING = (2, 30, 7)
 # GIDs a listener puts in its handle (src/transport/net_ib/connect.cc:57, listenGids[2]).
 BUILTIN_LISTEN_GIDS = 2
@@ -50,13 +52,11 @@ def parse_nccl_version(value: Any) -> tuple[int, int, int] | None:
 def settings_errors(*, nsocks: Any, debug: Any, gid_index: Any, ifname: Any, prefix: Any) -> list[str]:
     """The role's settings, one message per bad value (names are the role's variables)."""
     errors = []
-    if isinstance(nsocks, bool) or not isinstance(nsocks, int) or not 1 <= nsocks <= MAX_NSOCKS:
+    if not is_int(nsocks) or not 1 <= nsocks <= MAX_NSOCKS:
         errors.append(f"nccl_mesh_plugin_nsocks must be an integer 1..{MAX_NSOCKS}, got {nsocks!r}")
-    if isinstance(debug, bool) or not isinstance(debug, int) or debug not in (0, 1, 2):
+    if not is_int(debug) or debug not in (0, 1, 2):
         errors.append(f"nccl_mesh_plugin_debug must be 0, 1 or 2, got {debug!r}")
-    if gid_index is not None and (
-        isinstance(gid_index, bool) or not isinstance(gid_index, int) or gid_index < 0
-    ):
+    if gid_index is not None and (not is_int(gid_index) or gid_index < 0):
         errors.append(
             f"nccl_mesh_plugin_gid_index must be empty (automatic) or an integer >= 0, got {gid_index!r}"
         )

@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The phases of the nccl_env and nccl_mesh_plugin roles: their inputs in, ``{errors, plan}`` out.
+"""The nccl_env role's check and plan phases and the nccl_mesh_plugin role's check phase: their inputs in,
+``{errors, plan}`` out.
 
 ``nccl_env_check`` (validate: the socket interface, the rails, roce_qos, the file paths), ``nccl_env_plan``
 (the environment from the node's ports and rails, and the text of both files the role writes) and

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The python_env role's two phases, each a pure function of its arguments returning ``{errors, plan}``.
+"""The python_env role's check and plan phases: their arguments in, ``{errors, plan}`` out.
 
 ``check`` (tasks/validate.yml): the settings, before anything is read from a node.
 ``plan`` (tasks/plan.yml): from what the node holds (its interpreter, the wheelhouse, the NVIDIA driver, the
@@ -26,7 +26,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.site.digests impor
     unmet_requirements,
 )
 
-CHECK_ARGUMENT_SPEC: dict[str, Any] = {
+PYTHON_ENV_CHECK_SPEC: dict[str, Any] = {
     **required_raw(
         "path",
         "profile",
@@ -40,7 +40,7 @@ CHECK_ARGUMENT_SPEC: dict[str, Any] = {
     "packages": {"type": "raw", "default": []},
 }
 
-PLAN_ARGUMENT_SPEC: dict[str, Any] = {
+PYTHON_ENV_PLAN_SPEC: dict[str, Any] = {
     "host": {"type": "str", "required": True},
     "python": {"type": "str", "required": True},
     "python_min": {"type": "str", "required": True},

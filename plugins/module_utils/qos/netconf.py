@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import time
 from collections.abc import Callable
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import number
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf_change import Change, Outcome
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.netconf_errors import (
     NetconfQosError,
@@ -71,20 +71,10 @@ def pause_if_asked(point: str) -> None:
         os.kill(os.getpid(), signal.SIGSTOP)
 
 
-def _number(value: Any) -> float | None:
-    """A number of seconds given as a number or its ASCII digits; None for anything else (a bool too)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", value):
-        return float(value) if "." in value else int(value)
-    return None
-
-
 def timing_errors(confirm_timeout: Any, hold_before_confirm: Any, timeout: Any) -> list[str]:
     """The confirm timing, checked together before any session opens (the role's check and the module's)."""
-    confirm, hold, reply = _number(confirm_timeout), _number(hold_before_confirm), _number(timeout)
+    # seconds, each a number or its decimal text
+    confirm, hold, reply = number(confirm_timeout), number(hold_before_confirm), number(timeout)
     out = []
     if confirm is None or confirm != int(confirm) or not 1 <= confirm <= 3600:
         out.append(f"switch_qos_confirm_timeout must be 1..3600 seconds, got {confirm_timeout!r}")

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The switch_qos role's validate phase: its inputs in, ``{errors, plan}`` out (action switch_qos_check).
+"""The switch_qos role's check phase: its inputs in, ``{errors, plan}`` out (action plugin switch_qos_check).
 
 Everything that can be known without the switch: the shared roce_qos numbers (module_utils/qos/roce.py, also
 checked by nccl_env and rdma), the platform's port names, duplicates, object names, thresholds, the confirm

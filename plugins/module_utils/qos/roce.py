@@ -8,8 +8,9 @@ defaults and one validation. Pure Python.
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
 
 # The reference fabric, after Cisco's data center networking blueprint for AI/ML (docs/switch_qos.md):
 # RoCE marked DSCP 26 (AF31) in qos-group 3, lossless (PFC) on CoS 3, a weighted egress queue
@@ -50,17 +51,6 @@ ROCE_QUEUES = ("weighted", "strict")
 def _shown(value: Any) -> str:
     # str(): a plain str, so an Ansible-tagged string reads like any other in the message.
     return repr(str(value)) if isinstance(value, str) else repr(value)
-
-
-def whole(value: Any) -> int | None:
-    """An int, or a string of ASCII digits, as an int; None for anything else (a bool too)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value):
-        return int(value)
-    return None
 
 
 def _typed(key: str, value: Any) -> Any:

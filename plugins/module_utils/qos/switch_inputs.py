@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, fields
 from typing import Any
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.qos.roce import whole
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
 
 PLATFORMS = ("ios-xe", "nx-os")
 

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rdma role's validate phase: its variables in, ``{errors, plan}`` out (action plugin rdma_check).
+"""The rdma role's check phase: its variables in, ``{errors, plan}`` out (action plugin rdma_check).
 
 Checks the package and kernel module lists, the memlock limit, the opensm settings and, when the NIC QoS
 step runs, ``roce_qos`` (the one check of module_utils/qos/roce.py); the plan carries the RoCE numbers that
@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import roce
 
@@ -46,12 +47,12 @@ def rdma_check(p: Mapping[str, Any]) -> dict[str, Any]:
             f"rdma_kernel_modules must be a list of module names (letters, digits, _ and -), got {shown}"
         )
     limit = str(p["memlock_limit"])
-    if limit != "unlimited" and not re.fullmatch(r"[0-9]+", limit):
+    if limit != "unlimited" and whole(limit) is None:
         errors.append(f"rdma_memlock_limit must be 'unlimited' or a number of KiB, got '{limit}'")
     if str(p["opensm"]).lower() not in ("auto", "true", "false"):
         errors.append(f"rdma_opensm must be auto, true or false, got '{p['opensm']}'")
     priority = str(p["opensm_priority"])
-    if not re.fullmatch(r"[0-9]+", priority) or int(priority) > 15:
+    if whole(priority) not in range(16):
         errors.append(f"rdma_opensm_priority must be an integer in 0..15, got '{priority}'")
     guids = p["opensm_guids"]
     bad_guids = _bad(list(guids), _GUID) if _is_list(guids) else [guids]

@@ -26,7 +26,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.site.digests impor
     read_tree,
 )
 
-ARGUMENT_SPEC: dict[str, Any] = {
+SOURCE_TREE_SPEC: dict[str, Any] = {
     "files": {"type": "list", "elements": "raw", "required": True},
     "dest": {"type": "path", "required": True},
     "stamp": {"type": "str", "default": ".rdmaops-source-digest"},

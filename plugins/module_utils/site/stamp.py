@@ -123,7 +123,7 @@ def source_digest(root: str | Path, parts: Iterable[str]) -> str:
 
 
 # site_digest: the first task of site.yml (its action plugin reads the hosts' variables as written).
-DIGEST_ARGUMENT_SPEC: dict[str, Any] = {
+SITE_DIGEST_SPEC: dict[str, Any] = {
     "hosts": {"type": "list", "elements": "str", "required": True},
     "code_root": {"type": "path", "required": True},
     "code_parts": {"type": "list", "elements": "str", "default": ["roles", "plugins", "playbooks", "files"]},

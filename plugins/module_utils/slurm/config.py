@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
+
 # slurmd -C prints the node as slurmd detects it, in slurm.conf's own syntax.
 _HARDWARE_KEYS = ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore", "RealMemory")
 
@@ -107,9 +109,10 @@ def parse_meminfo(text: str) -> int:
 def _declared(host: str, name: str, value: Any) -> int | None:
     if value is None or value == "":
         return None
-    if isinstance(value, bool) or not str(value).isdigit():
+    number = whole(value)
+    if number is None or number < 0:
         raise SlurmError(f"{host}: {name} must be a whole number, got {value!r}")
-    return int(value)
+    return number
 
 
 def hardware_errors(info: dict[str, dict[str, Any]]) -> list[str]:

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The slurm role's three phases, each a pure function of its arguments returning ``{errors, plan}``.
+"""The slurm role's check, plan and config phases: their arguments in, ``{errors, plan}`` out.
 
 ``check`` (tasks/validate.yml): the inventory and the settings, before anything is read from a node.
 ``plan`` (tasks/facts.yml, again after an install gave slurmd -C): each node's declared memory and GPUs
@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.slurm import config as slurm
 
-CHECK_ARGUMENT_SPEC: dict[str, Any] = {
+SLURM_CHECK_SPEC: dict[str, Any] = {
     "controllers": {"type": "list", "elements": "str", "default": []},
     "nodes": {"type": "list", "elements": "str", "default": []},
     "inventory_hosts": {"type": "list", "elements": "str", "required": True},
@@ -33,7 +34,7 @@ CHECK_ARGUMENT_SPEC: dict[str, Any] = {
     **health_gate.SETTINGS_SPEC,
 }
 
-PLAN_ARGUMENT_SPEC: dict[str, Any] = {
+SLURM_PLAN_SPEC: dict[str, Any] = {
     "controller": {"type": "str", "required": True},
     "compute": {"type": "list", "elements": "str", "required": True},
     "hosts": {"type": "dict", "required": True},
@@ -43,12 +44,11 @@ PLAN_ARGUMENT_SPEC: dict[str, Any] = {
     "version": {"type": "list", "elements": "int"},
 }
 
-CONFIG_ARGUMENT_SPEC: dict[str, Any] = {
+SLURM_CONFIG_SPEC: dict[str, Any] = {
     "texts": {"type": "dict", "required": True},
     "current": {"type": "dict", "default": {}},
 }
 
-_WHOLE = re.compile(r"[0-9]+")
 # slurm.conf(5) HealthCheckNodeState: one of ALLOC, ANY, IDLE, NONDRAINED_IDLE, MIXED, comma-separated, and
 # CYCLE (spread the runs over the interval instead of all nodes at once).
 HEALTH_NODE_STATES = ("ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE")
@@ -76,7 +76,7 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
     if cgroup not in ("auto", "true", "false"):
         errors.append(f"slurm_cgroup must be auto, true or false (got '{_text(p['cgroup'])}')")
     for name in ("check_timeout", "kill_wait"):
-        if not _WHOLE.fullmatch(_text(p[name])):
+        if whole(_text(p[name])) is None:
             errors.append(f"slurm_{name} must be whole seconds (got '{_text(p[name])}')")
     if not isinstance(p["cluster_name"], str) or not _CLUSTER_NAME.fullmatch(p["cluster_name"]):
         errors.append(
@@ -84,7 +84,7 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
             f"(got '{_text(p['cluster_name'])}')"
         )
     interval = _text(p.get("health_check_interval")).strip()
-    if interval and not _WHOLE.fullmatch(interval):
+    if interval and whole(interval) is None:
         errors.append(
             f"slurm_health_check_interval must be whole seconds, 0 or empty to disable (got '{interval}')"
         )
@@ -102,7 +102,7 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
         p.get("health_severity", {}),
         p.get("health_sources", {}),
     )
-    seconds = int(interval) if interval and _WHOLE.fullmatch(interval) else 0
+    seconds = whole(interval) or 0
     return {
         "errors": errors,
         "plan": {

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What train.yml starts on each node: unit names, the launcher's command line, and the files a node runs.
 
-Pure functions of the resolved recipe and the preflight reports; the role's phases (``phases.py``) call
+Pure functions of the resolved recipe and the preflight reports; the role's phases (``phase.py``) call
 them. Each node gets one directory of files (``node_files``): ``launch.sh``, the exact script its unit runs,
 ``nccl.env`` (the node's NCCL/gloo settings as its preflight read them), ``job.env`` (the job's settings),
 ``recipe.yaml`` (the recipe the controller resolved; its sha256 is checked before the launcher starts) and,
@@ -29,6 +29,9 @@ NODE_ENV_FILE = "nccl.env"
 JOB_ENV_FILE = "job.env"
 RECIPE_FILE = "recipe.yaml"
 HOSTFILE = "hostfile"
+# In the job's directory on the master: where its run starts in metrics.jsonl and when (tasks/start_units.yml
+# writes it; train_status.yml -e follow=true watches from there)
+LAUNCH_RECORD = "launch.json"
 # Variables launch.sh expands in the launcher's command line (set by job.env, or by a runner's local env).
 SCRIPT_VARS = ("HERE", "MASTER_ADDR", "MASTER_PORT", "RDMAOPS_PYTHON")
 
@@ -254,6 +257,16 @@ def recipe_paths(recipe: Mapping[str, Any]) -> list[dict[str, str]]:
         if value:
             found.append({"what": f"{section}.{key}", "path": str(value)})
     return found
+
+
+def model_config_path(recipe: Mapping[str, Any]) -> str:
+    """The config.json of a resolved recipe's transformers model directory ('' for a model without one)."""
+    model = recipe.get("model") or {}
+    return (
+        f"{str(model['path']).rstrip('/')}/config.json"
+        if model.get("kind") == "hf" and model.get("path")
+        else ""
+    )
 
 
 def slurm_batch_script(

@@ -220,26 +220,24 @@ def preflight_report(
     _check_world(facts, reachable, launch, errors)
     sync = _check_paths(facts, reachable, errors, notes, sync_data)
     _check_interfaces(facts, reachable, errors)
+    running = [host for host in reachable if _running(facts[host].get("unit", {}))]
+    if running:
+        # named once; what the running job itself holds (its port, its output) is not a problem of its own
+        unit = facts[running[0]].get("unit", {})
+        errors.append(
+            f"job {launch.get('job')} is already running on {', '.join(running)} ({unit.get('Id')}, since "
+            f"{unit.get('ActiveEnterTimestamp') or '?'}): watch it with ansible-playbook "
+            f"playbooks/train_status.yml -e job={launch.get('job')} -e follow=true, stop it with "
+            f"playbooks/train_stop.yml -e job={launch.get('job')}, or give this run another -e job=NAME"
+        )
     for host in reachable:
-        unit = facts[host].get("unit", {})
-        if (
-            unit.get("ActiveState") in ("active", "activating", "deactivating")
-            and unit.get("SubState") != "exited"
-        ):
-            errors.append(
-                f"{host}: job {launch.get('job')} is already running there ({unit.get('Id')}, "
-                f"{unit.get('SubState')}"
-                f" since {unit.get('ActiveEnterTimestamp') or '?'}); see playbooks/train_status.yml, stop "
-                "it with "
-                "playbooks/train_stop.yml, or give this run another -e job=NAME"
-            )
         where, free = facts[host].get("disk", ("?", 0.0))
         if free < min_free_gb:
             errors.append(
                 f"{host}: {free} GB free at {where}, below train_min_free_gb={min_free_gb}: free space for "
                 "checkpoints or lower train_min_free_gb"
             )
-    if master in reachable and master_port in facts[master].get("listening", []):
+    if master in reachable and master_port in facts[master].get("listening", []) and master not in running:
         errors.append(
             f"{master}: rendezvous port {master_port} is already in use there: stop what listens on it "
             "(`ss -ltnp`) or pass -e train_master_port=<another port>"
@@ -247,8 +245,16 @@ def preflight_report(
     if launcher == "deepspeed" and not all(facts[h].get("versions", {}).get("deepspeed") for h in reachable):
         missing = [h for h in reachable if not facts[h].get("versions", {}).get("deepspeed")]
         errors.append(f"{', '.join(missing)}: launcher=deepspeed but deepspeed is not in the venv there")
-    _check_output(facts, reachable, master, launch, resume, overwrite, errors, notes)
+    if not running:
+        _check_output(facts, reachable, master, launch, resume, overwrite, errors, notes)
     return {"errors": errors, "notes": notes, "sync": sync}
+
+
+def _running(unit: Mapping[str, Any]) -> bool:
+    return (
+        unit.get("ActiveState") in ("active", "activating", "deactivating")
+        and unit.get("SubState") != "exited"
+    )
 
 
 def _first_line(msg: Any) -> str:

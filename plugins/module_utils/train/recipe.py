@@ -2,9 +2,9 @@
 """Training recipes for playbooks, read and checked by the trainer's own code.
 
 The recipe files and their checks live in the trainer package (files/trainer/rdmaops_trainer); this reads them
-through that package's config, layout and dp_mesh modules (PyYAML only, no torch), so a playbook and the
-trainer can never disagree on what a recipe means, on how its batch is split over the ranks, or on whether
-FSDP2 runs hybrid (HSDP) and in which dtype its gradients cross the nodes.
+through that package's config, layout, fit and dp_mesh modules (PyYAML only, no torch), so a playbook and the
+trainer can never disagree on what a recipe means, on how it fits the cluster and its batch is split over the
+ranks, or on whether FSDP2 runs hybrid (HSDP) and in which dtype its gradients cross the nodes.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def override_args(overrides: dict[str, Any]) -> list[str]:
     return args
 
 
-def _trainer_module(trainer_src: str, name: str) -> Any:
+def trainer_module(trainer_src: str, name: str) -> Any:
     """``rdmaops_trainer.<name>`` from ``trainer_src`` (config and layout: PyYAML only, no torch)."""
     package = os.path.join(trainer_src, "rdmaops_trainer")
     # checked here, not left to the import: an rdmaops_trainer installed elsewhere (a venv's) would be
@@ -59,38 +59,66 @@ def _trainer_module(trainer_src: str, name: str) -> Any:
     return module
 
 
+def overrides_form(sets: Mapping[str, Any]) -> str:
+    """Recipe keys as train.yml takes them: ``-e '{"recipe_overrides": {...}}'``."""
+    return f"-e '{json.dumps({'recipe_overrides': dict(sets)})}'"
+
+
+def overrides_hint(fits: list[dict[str, Any]]) -> str:
+    """Settings that would run, as train.yml takes them, or ''."""
+    return "; it would run with " + " or ".join(map(overrides_form, fits)) if fits else ""
+
+
 def resolve(
     trainer_src: str,
     recipe: str,
     overrides: dict[str, Any],
     nodes: int | None = None,
+    procs_per_node: int | None = None,
     check_paths: bool = False,
 ) -> dict[str, Any]:
-    """Load, override and check a recipe; return it with the facts a launcher needs.
+    """Load, override and check a recipe; with ``nodes``, fit it to that cluster; return it with the facts a
+    launcher needs.
 
-    ``nodes``: the number of hosts the job will run on; it must equal the recipe's ``cluster.nodes``.
+    ``nodes``: the hosts the job will run on; ``procs_per_node``: the processes each starts (None: the
+    recipe's own; train.yml gives GPU recipes their nodes' GPUs). The trainer's fit (``rdmaops_trainer.fit``)
+    sets ``cluster.nodes`` and ``cluster.procs_per_node`` and keeps the global batch, or moves it and says why
+    (``fit.notes``); a key in ``cluster.pinned`` or in ``overrides`` stays as written, and a cluster it does
+    not fit is refused with the overrides that would run.
     ``check_paths``: also require the model, tokenizer and data paths to exist where this runs.
     """
-    config = _trainer_module(trainer_src, "config")
-    layouts = _trainer_module(trainer_src, "layout")
+    config = trainer_module(trainer_src, "config")
+    layouts = trainer_module(trainer_src, "layout")
+    fitting = trainer_module(trainer_src, "fit")
     args = override_args(overrides)
+    found: Any = None
     try:
-        rec = config.load_recipe(recipe, args)
-        if nodes is not None and nodes != rec.cluster.nodes:
-            raise config.RecipeError(
-                f"cluster.nodes: the recipe asks for {rec.cluster.nodes} node(s) but the play has {nodes} "
-                f"host(s); change the host group or pass cluster.nodes={nodes} as an override"
-            )
+        # checked on its own cluster only when it stays there; fitted, it is checked on the cluster it runs on
+        rec = config.load_recipe(recipe, args, cluster=nodes is None)
+        if nodes is not None:
+            found = fitting.fit(rec, nodes, procs_per_node, fitting.pins(rec, overrides, "recipe_overrides"))
+            args += override_args(found.sets)
+            # the trainer's own checks on the fitted recipe, as the nodes will load it
+            rec = config.load_recipe(recipe, args)
         if check_paths:
             config.check_paths(rec)
         # the batch split over the recipe's cluster, as the trainer will compute it on WORLD_SIZE ranks
         layout = layouts.BatchLayout.from_recipe(rec)
+    except fitting.FitError as exc:
+        raise RecipeResolveError(f"recipe {recipe}: {exc}{overrides_hint(exc.fits)}") from exc
     except config.RecipeError as exc:
         raise RecipeResolveError(f"recipe {recipe}: {exc}") from exc
     return {
         "recipe": rec.to_dict(),
+        # every --set that gives the trainer this recipe: the overrides, then what the fit changed
         "overrides": args,
         "layout": layout.to_dict(),
+        "fit": {
+            "sets": dict(found.sets) if found else {},
+            "notes": [*found.notes, fitting.describe(found.layout)] if found else [],
+            # the keys the fit kept as written: the recipe's cluster.pinned and the overrides' own
+            "pinned": sorted(fitting.pins(rec, overrides)),
+        },
         "launch": {
             "name": rec.name,
             "strategy": rec.strategy.name,
@@ -115,8 +143,8 @@ def hsdp_decision(trainer_src: str, recipe: Mapping[str, Any], slow_fabric: bool
     launcher variable a launch sets (1 where the nodes are joined by a slow fabric, else 0): its name, its
     value, whether the mesh is hybrid and why, and the gradients' reduction dtype and why. The compute
     precision is the trainer's too, for a GPU unless the recipe's device is cpu."""
-    config = _trainer_module(trainer_src, "config")
-    dp_mesh = _trainer_module(trainer_src, "dp_mesh")
+    config = trainer_module(trainer_src, "config")
+    dp_mesh = trainer_module(trainer_src, "dp_mesh")
     try:
         rec = config.recipe_from_dict(json.loads(json.dumps(dict(recipe))))
         env = {dp_mesh.HSDP_ENV: "1" if slow_fabric else "0"}

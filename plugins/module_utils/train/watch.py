@@ -443,7 +443,7 @@ class JobWatch:
 
 
 # The action plugin's options, also the argument_spec of plugins/modules/train_watch.py (its documentation).
-ARGUMENT_SPEC: dict[str, Any] = {
+TRAIN_WATCH_SPEC: dict[str, Any] = {
     "job": {"type": "str", "required": True},
     "unit": {"type": "str", "required": True},
     "nodes": {"type": "list", "elements": "str", "required": True},

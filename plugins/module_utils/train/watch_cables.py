@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling
+
 
 @dataclass
 class Cable:
@@ -62,7 +64,7 @@ class CableWatch:
                     "; traffic between node addresses takes another path (slower); transports bound to this "
                     "cable stop"
                     if cable.rerouted
-                    else "; nothing else joins them: the job stops if it needs this cable"
+                    else "; node addresses have no other route between them: the job stops if it needs it"
                 )
                 self.lost_ever.append(f"{cable.name()}, {cable.why} at {at}")
             else:
@@ -80,3 +82,27 @@ class CableWatch:
         """The cables down now (else those lost during the job), for the verdict of a job that stopped."""
         down = [f"{c.name()}, {c.why} at {c.lost_at}" for c in self.cables.values() if c.state == "down"]
         return "; ".join(down or self.lost_ever)
+
+
+def watched_cables(
+    hosts: Sequence[str], topology: str, ports: Mapping[str, Any]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per node, the data ports of the direct cables (every host's mesh_network_ports) that its agent reads:
+    {port, peer, rerouted}. mesh_network routes a node address along one path, over a pair's first cable
+    (static routes), so only a pair's second or later cable (rails) leaves the node addresses a path when
+    lost. A port listed by MAC only is left out (the agent reads /sys/class/net by name), as is a switched
+    fabric (its cables are not in the inventory)."""
+    names = list(hosts)
+    if topology != "mesh":
+        return {}
+    cable_list, _problems = cabling.cables(names, {h: (ports or {}).get(h) or {} for h in names})
+    out: dict[str, list[dict[str, Any]]] = {}
+    for cable in cable_list:
+        for node, spec, peer in (
+            (cable["a"], cable["a_port"], cable["b"]),
+            (cable["b"], cable["b_port"], cable["a"]),
+        ):
+            name = cabling.port_name(spec)
+            if name:
+                out.setdefault(node, []).append({"port": name, "peer": peer, "rerouted": int(cable["k"]) > 0})
+    return out

@@ -4,7 +4,8 @@
 - argument_spec(): the shared options (documented by the doc fragment rdmaops.cluster.link_test),
   with each module's own defaults, requirements and extra options merged in.
 - param_error(): the checks both modules make on those options (positive integers, port range).
-- line_rate_gbps(): the line rate when none is given: the RDMA port's rate, or the netdev's speed.
+- line_rate_gbps(): the line rate of the modules' options: the one given, else the RDMA port's rate, or the
+  netdev's speed.
 """
 
 from __future__ import annotations
@@ -82,21 +83,16 @@ def rdma_port_rate(sysfs_root: str, device: str | None, ib_port: int | None) -> 
     return None
 
 
-def line_rate_gbps(
-    given: float | None,
-    mode: str,
-    *,
-    interface: str | None,
-    sysfs_root: str,
-    device: str | None = None,
-    ib_port: int | None = None,
-    port_rate: float | None = None,
-) -> float | None:
-    """The line rate a bandwidth is compared with: ``given`` when set, else in RDMA mode ``port_rate``
-    (when the caller already read the port) or the rate of ``device``/``ib_port``, else in TCP mode the
-    speed of ``interface``. 0 is no line rate and counts as not given."""
-    if given:
-        return given
-    if mode == "rdma":
-        return port_rate if port_rate is not None else rdma_port_rate(sysfs_root, device, ib_port)
-    return bandwidth.interface_speed_gbps(interface, sysfs_root) if interface else None
+def line_rate_gbps(params: Mapping[str, Any], port_rate: float | None = None) -> float | None:
+    """The line rate a bandwidth is compared with, from a module's shared options: ``line_rate_gbps`` when
+    set, else in RDMA mode ``port_rate`` (when the caller already read the port) or the rate of
+    ``device``/``ib_port``, else in TCP mode the speed of ``interface``. 0 is no line rate and counts as not
+    given."""
+    if params["line_rate_gbps"]:
+        return params["line_rate_gbps"]
+    if params["mode"] != "rdma":
+        interface = params["interface"]
+        return bandwidth.interface_speed_gbps(interface, params["sysfs_root"]) if interface else None
+    if port_rate is not None:
+        return port_rate
+    return rdma_port_rate(params["sysfs_root"], params["device"], params["ib_port"])

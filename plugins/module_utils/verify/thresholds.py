@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import as_float
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.plan import VerifyError
 
 # --------------------------------------------------------------------------- thresholds
@@ -22,12 +23,9 @@ def _number(value: Any, what: str, allow_none: bool = True) -> float | None:
         if allow_none:
             return None
         raise VerifyError(f"{what} is required")
-    if isinstance(value, bool):
+    number = as_float(value)
+    if number is None:
         raise VerifyError(f"{what} {value!r} is not a number")
-    try:
-        number = float(value)
-    except (TypeError, ValueError) as exc:
-        raise VerifyError(f"{what} {value!r} is not a number") from exc
     if math.isnan(number) or number < 0:
         raise VerifyError(f"{what} {value!r} must be a non-negative number")
     return number

@@ -106,11 +106,19 @@ def mlp(x: torch.Tensor, fc: nn.Linear, proj: nn.Linear) -> torch.Tensor:
     return y.view(*x.shape[:-1], proj.out_features)
 
 
+def is_gpt2_mlp(module: nn.Module) -> bool:
+    """GPT-2's MLP as ``models.MLP`` builds it: Linear ``c_fc`` and ``c_proj`` and the ``fused`` switch its
+    forward reads. Known by its shape: models imports this module (for ``mlp``), never the other way round."""
+    return (
+        isinstance(getattr(module, "fused", None), bool)
+        and isinstance(getattr(module, "c_fc", None), nn.Linear)
+        and isinstance(getattr(module, "c_proj", None), nn.Linear)
+    )
+
+
 def convert(model: nn.Module, recipe: Recipe) -> int:
     """train.fused_mlp's converter (registry): every GPT-2 MLP of ``model`` runs ``mlp``; how many."""
-    from ..models import MLP  # models imports this module for MLP.forward
-
-    mlps = [m for m in model.modules() if isinstance(m, MLP)]
+    mlps = [m for m in model.modules() if is_gpt2_mlp(m)]
     for m in mlps:
         m.fused = True
     return len(mlps)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..values import is_int, is_number
+
 FAIL = "fail"
 WARN = "warn"
 OFF = "off"
@@ -114,7 +116,7 @@ def _type_error(key: str, value: Any) -> str | None:
     if not isinstance(value, wanted):
         names = " or ".join(t.__name__ for t in wanted)
         return f"{key}: {value!r} is a {type(value).__name__}, expected {names}"
-    if isinstance(value, _NUMBER) and not isinstance(value, bool) and value < 0:
+    if is_number(value) and value < 0:
         return f"{key}: {value!r} is negative"
     return None
 
@@ -126,7 +128,7 @@ def _counter_errors(table: dict[str, Any]) -> list[str]:
             errors.append(f"rdma_counters.{name}: {row!r} must be a dict with max_growth and severity")
             continue
         growth = row["max_growth"]
-        if isinstance(growth, bool) or not isinstance(growth, int) or growth < 0:
+        if not is_int(growth) or growth < 0:
             errors.append(f"rdma_counters.{name}.max_growth: {growth!r} must be a whole number >= 0")
         if row["severity"] not in SEVERITIES:
             errors.append(f"rdma_counters.{name}.severity: {row['severity']!r} must be one of {SEVERITIES}")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +12,7 @@ import pytest
 import yaml
 from ansible.errors import AnsibleActionFail
 
-from ..conftest import run_action
+from ..conftest import ROOT, run_action
 
 ACTIONS = [
     "switch_qos_check",
@@ -55,6 +57,41 @@ def test_each_action_documents_the_spec_it_checks(name: str) -> None:
         options.update(yaml.safe_load(text).get("options") or {})
     for option in action.ARGUMENT_SPEC:
         assert option in options, f"{name}: option {option} is not documented"
+
+
+PHASE_ACTIONS = sorted(
+    path.stem for path in (ROOT / "plugins" / "action").glob("*.py") if "(PhaseAction)" in path.read_text()
+)
+
+
+@pytest.mark.parametrize("name", PHASE_ACTIONS)
+def test_each_phase_file_names_the_spec_after_its_module_and_opens_alike(name: str) -> None:
+    """CONTRIBUTING's rules: the argument spec of module <name> is <NAME>_SPEC, and a phase file's docstring
+    opens "The <role> role's <names> phase(s): <inputs> in, ``{errors, plan}`` out"."""
+    action = importlib.import_module(
+        f"ansible_collections.rdmaops.cluster.plugins.action.{name}"
+    ).ActionModule
+    phases = inspect.getmodule(action.PHASE)
+    assert getattr(phases, f"{name.upper()}_SPEC", None) is action.ARGUMENT_SPEC
+    opening = " ".join((phases.__doc__ or "").split("\n\n")[0].split())
+    assert re.match(r"The \S.*? phases?: .+ in, ``\{errors, plan\}`` out\b", opening), opening
+
+
+# How a module or an action plugin hands its spec constant over: with the name it gives, or as its own
+NAMED = (r'refuse_without_action\("(\w+)", (\w+)\)', r'task_args\("(\w+)", (?:\w+\.)?(\w+),')
+OWN = r"argument_spec=([A-Z][A-Z0-9_]*)\b"
+
+
+def test_each_spec_constant_is_named_after_the_module_it_checks() -> None:
+    handed: list[tuple[Path, str, str]] = []  # (file, module name, spec constant)
+    for folder in ("modules", "action"):
+        for path in sorted((ROOT / "plugins" / folder).glob("*.py")):
+            text = path.read_text()
+            handed += [(path, name, spec) for pattern in NAMED for name, spec in re.findall(pattern, text)]
+            handed += [(path, path.stem, spec) for spec in re.findall(OWN, text)]
+    assert {*PHASE_ACTIONS, "lab_fabric", "switch_qos", "train_watch"} <= {h[0].stem for h in handed}
+    wrong = [h for h in handed if h[1:] != (h[0].stem, f"{h[0].stem.upper()}_SPEC")]
+    assert wrong == []
 
 
 def test_switch_qos_check_fails_once_with_every_error() -> None:
@@ -111,7 +148,7 @@ class FakeHostvars(dict[str, Any]):
 
 def test_site_digest_reads_raw_variables_and_the_code(tmp_path: Path) -> None:
     doc = importlib.import_module("ansible_collections.rdmaops.cluster.plugins.modules.site_digest")
-    assert set(yaml.safe_load(doc.DOCUMENTATION)["options"]) == set(doc.DIGEST_ARGUMENT_SPEC)
+    assert set(yaml.safe_load(doc.DOCUMENTATION)["options"]) == set(doc.SITE_DIGEST_SPEC)
     (tmp_path / "roles").mkdir()
     (tmp_path / "roles" / "main.yml").write_text("x: 1\n")
     hv = {"hostvars": FakeHostvars(n1={"x": "{{ undefined_until_facts }}"}, n2={"x": 1})}

@@ -134,6 +134,17 @@ def test_the_fused_mlp_compiles_with_the_custom_ops_as_calls() -> None:
         torch.testing.assert_close(grads_c[name], want, msg=name)
 
 
+def test_its_converter_switches_every_gpt2_mlp_and_nothing_else() -> None:
+    recipe = load_recipe("tiny")
+    model = build_model(recipe, vocab_size=257)
+    mlps = [m for m in model.modules() if isinstance(m, MLP)]
+    assert [m for m in model.modules() if fused_mlp.is_gpt2_mlp(m)] == mlps and len(mlps) == len(model.h)
+    assert not any(m.fused for m in mlps)
+    assert fused_mlp.convert(model, recipe) == len(mlps) and all(m.fused for m in mlps)
+    # attention has a c_proj too, and a Linear alone is no MLP
+    assert not fused_mlp.is_gpt2_mlp(model.h[0].attn) and not fused_mlp.is_gpt2_mlp(mlps[0].c_fc)
+
+
 def test_a_gpt2_model_built_with_it_trains_like_the_unfused_one() -> None:
     base = ["strategy.name=ddp", "train.precision=auto"]
     models = [

@@ -44,6 +44,40 @@ def test_options_the_strategy_applies_take_ddp_only(option: registry.Option) -> 
         assert refusal("tiny", [*sets, f"train.{option.key}=true"]).startswith(f"train.{option.key}: ")
 
 
+def _imported(path: Path, package: str) -> set[str]:
+    """Every module a file of ``package`` imports, anywhere in it (inside functions too), by its full name;
+    ``from X import n`` counts X and X.n."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")
+            base = ".".join(parts[: len(parts) - node.level + 1] if node.level else [])
+            module = ".".join(p for p in (base, node.module or "") if p)
+            found.update({module, *(f"{module}.{alias.name}" for alias in node.names)})
+    return found
+
+
+def test_the_kernels_never_import_the_model(tmp_path: Path) -> None:
+    """models imports the kernels (the registry, fused_loss, fused_mlp's ``mlp``), so the dependency goes one
+    way: a converter knows the modules it converts by their shape."""
+    for path in sorted((PACKAGE / "kernels").glob("*.py")):
+        models = {
+            m for m in _imported(path, "rdmaops_trainer.kernels") if m.startswith("rdmaops_trainer.models")
+        }
+        assert not models, f"kernels/{path.name} imports {sorted(models)}"
+    probe = tmp_path / "probe.py"
+    probe.write_text("import torch\ndef f():\n    from ..models import MLP\n    from .. import errors\n")
+    assert _imported(probe, "rdmaops_trainer.kernels") == {
+        "torch",
+        "rdmaops_trainer.models",
+        "rdmaops_trainer.models.MLP",
+        "rdmaops_trainer",
+        "rdmaops_trainer.errors",
+    }
+
+
 def test_a_setting_of_an_option_that_is_off_is_refused_with_the_way_out() -> None:
     assert refusal("qwen1_5b", ["train.fused_swiglu_gemms=cublas"]) == (
         "train.fused_swiglu_gemms: cublas needs train.fused_swiglu: true (set train.fused_swiglu=true or "

@@ -7,10 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import (
-    check,
     cluster,
     data_ports,
     host_plan,
+    phase,
 )
 
 from ...conftest import FIXTURE_DIR
@@ -123,5 +123,5 @@ def role_phases(params: Mapping[str, Any]) -> dict[str, Any]:
     once = cluster.plan(cluster_args(params))
     if once["errors"]:
         return {"errors": once["errors"], "plan": {}, "cluster": {}}
-    out = check.check(node_args(params, once["plan"]))
+    out = phase.check(node_args(params, once["plan"]))
     return {**out, "cluster": once["plan"]}

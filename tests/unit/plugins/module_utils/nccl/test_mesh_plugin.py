@@ -103,7 +103,7 @@ def test_settings_bad(change: dict[str, Any], message: str) -> None:
     assert len(errors) == 1 and errors[0].startswith(message)
 
 
-# mesh_network's cabling summaries (module_utils/mesh/check.py summary) of the three shapes of issue 35.
+# mesh_network's cabling summaries (module_utils/mesh/phase.py summary) of the three shapes of issue 35.
 DIRECTED_MESH = {"shape": "full_mesh", "order": ["n1", "n2", "n3"], "link_prefix": 30, "max_cables": 1}
 LAB_MESH = {
     **DIRECTED_MESH,

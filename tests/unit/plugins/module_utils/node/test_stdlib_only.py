@@ -21,9 +21,9 @@ LAUNCHER = ROOT / "files" / "health" / "rdmaops-health"
 
 
 def slurm_tree() -> set[Path]:
-    """What the slurm role copies to its health library as one tree: every .py of its packages of node/."""
-    packages = yaml.safe_load(SLURM_VARS.read_text())["_slurm_health_packages"]
-    return {path for package in packages for path in (NODE / package).glob("*.py")}
+    """What the slurm role copies to its health library as one tree: its globs of node/'s files."""
+    globs = yaml.safe_load(SLURM_VARS.read_text())["_slurm_health_code"]
+    return {path for pattern in globs for path in NODE.glob(pattern)}
 
 
 def travels_with(path: Path) -> set[Path]:
@@ -116,9 +116,9 @@ def test_the_rule_names_what_would_break_on_a_node(tmp_path: Path) -> None:
 
 
 def test_the_slurm_role_copies_its_packages_to_the_same_paths_as_before() -> None:
-    """The role's _slurm_health_tree as Ansible renders it: each file of the health and rdma packages at its
-    path under node/, which is its path under the health library on the node (files/health/rdmaops-health
-    imports health.cli there)."""
+    """The role's _slurm_health_tree as Ansible renders it: each file of the health and rdma packages and
+    values.py at its path under node/, which is its path under the health library on the node
+    (files/health/rdmaops-health imports health.cli there)."""
     proc = ad_hoc(
         "ansible.builtin.debug",
         "var=_slurm_health_tree",
@@ -133,4 +133,4 @@ def test_the_slurm_role_copies_its_packages_to_the_same_paths_as_before() -> Non
     result = json.loads(proc.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
     tree = {item["path"]: Path(item["src"]).resolve() for item in result["_slurm_health_tree"]}
     assert tree == {str(path.relative_to(NODE)): path for path in slurm_tree()}
-    assert {"health/cli.py", "health/node.py", "rdma/__init__.py", "rdma/sysfs.py"} <= set(tree)
+    assert {"health/cli.py", "health/node.py", "rdma/__init__.py", "rdma/sysfs.py", "values.py"} <= set(tree)

@@ -95,10 +95,39 @@ def test_every_problem_is_reported_at_once_naming_node_value_and_fix() -> None:
     assert "node2: unreachable (Failed to connect to the host via ssh: timed out)" in joined
     assert "node3: torch 2.12.0 differs from node1's 2.13.0" in joined
     assert "node3: data.path /d does not exist" in joined
-    assert "node1: rendezvous port 29500 is already in use" in joined and "train_master_port" in joined
-    assert "node1: job tiny is already running there" in joined and "train_stop.yml" in joined
+    # the port is the running job's own: named once, as the job
+    assert "rendezvous port" not in joined
+    assert "job tiny is already running on node1 (rdmaops-train-tiny.service" in joined
+    assert "playbooks/train_status.yml -e job=tiny -e follow=true" in joined and "train_stop.yml" in joined
     assert "node3: interface nodeaddr0, named in /etc/rdmaops/nccl.env, does not exist" in joined
-    assert len(errors) == 7, errors
+    assert len(errors) == 6, errors
+
+
+def test_a_port_held_by_something_else_is_named() -> None:
+    facts = healthy()
+    facts["node1"]["listening"] = [29500]
+    assert report(facts)["errors"] == [
+        "node1: rendezvous port 29500 is already in use there: stop what listens on it (`ss -ltnp`) or pass "
+        "-e train_master_port=<another port>"
+    ]
+
+
+def test_a_running_job_is_named_once_not_by_what_it_holds() -> None:
+    # a second train.yml while the job runs: its units, its port and its output directory are the job itself
+    facts = healthy()
+    running = {"Id": "rdmaops-train-tiny.service", "ActiveState": "active", "SubState": "running",
+               "ActiveEnterTimestamp": "Sat 2026-11-28 10:00:00 UTC"}  # fmt: skip
+    for host in facts:
+        facts[host]["unit"] = dict(running)
+    facts["node1"]["listening"] = [29500]
+    facts["node1"]["checkpoints"] = {"complete": [50], "partial": [], "finished_step": None}
+    assert report(facts)["errors"] == [
+        "job tiny is already running on node1, node2, node3 (rdmaops-train-tiny.service, since Sat "
+        "2026-11-28 "
+        "10:00:00 UTC): watch it with ansible-playbook playbooks/train_status.yml -e job=tiny -e "
+        "follow=true, "
+        "stop it with playbooks/train_stop.yml -e job=tiny, or give this run another -e job=NAME"
+    ]
 
 
 def test_cuda_recipe_needs_the_gpus_on_every_node() -> None:

@@ -56,6 +56,8 @@ def test_overrides_reach_the_recipe_and_the_trainer_arguments() -> None:
     assert out["launch"]["world_size"] == 2
     assert out["launch"]["grad_accum"] == 2  # 8 sequences / (2 per micro-batch * 2 ranks)
     assert out["overrides"] == ["train.lr=0.002", "cluster.nodes=2", "train.global_batch_size=8"]
+    # what the overrides set is kept as written (pinned), and nothing else had to change
+    assert out["fit"]["sets"] == {} and out["fit"]["pinned"] == ["cluster.nodes", "train.global_batch_size"]
 
 
 def test_the_layout_is_the_trainers_and_agrees_with_the_launch_plan() -> None:
@@ -87,9 +89,27 @@ def test_the_layout_is_the_trainers_and_agrees_with_the_launch_plan() -> None:
     [
         (
             "glm",
-            {},
+            {"cluster.nodes": 2},
             {"nodes": 3},
-            "recipe glm: cluster.nodes: the recipe asks for 2 node(s) but the play has 3",
+            "recipe glm: cluster.nodes: 2, pinned (recipe_overrides), but the cluster has 3 node(s): "
+            'cluster.nodes=3 runs it there; it would run with -e \'{"recipe_overrides": {"cluster.nodes": '
+            "3}}'",
+        ),
+        (
+            "tiny",
+            {"train.global_batch_size": 12},
+            {"nodes": 8},
+            "recipe tiny: train.global_batch_size: 12, pinned (recipe_overrides), but 12 sequences do not "
+            "split "
+            'evenly over 8 data-parallel ranks; it would run with -e \'{"recipe_overrides": '
+            '{"train.global_batch_size": 16}}\' or -e \'{"recipe_overrides": {"train.global_batch_size": '
+            "8}}'",
+        ),
+        (
+            "gpt2-pipeline",
+            {},
+            {"nodes": 1, "procs_per_node": 1},
+            "recipe gpt2-pipeline: strategy.pipeline.stages: 2 stages need at least 2 ranks",
         ),
         ("tiny", {"train.lrr": 1}, {}, "recipe tiny: unknown key train.lrr (did you mean train.lr?)"),
         ("tiny", {"train.steps": "ten"}, {}, "train.steps: expected an integer, got 'ten'"),
@@ -213,10 +233,43 @@ def test_playbook_takes_key_value_overrides(tmp_path: Path) -> None:
     assert "--set train.steps=40 --set train.lr=2e-3" in p.stdout
 
 
-def test_playbook_refuses_a_recipe_for_another_node_count(tmp_path: Path) -> None:
-    p = _playbook(tmp_path, 3, "-e", "recipe=gpt2-pipeline", "--check")
+def test_playbook_refuses_a_recipe_that_cannot_run_on_the_hosts(tmp_path: Path) -> None:
+    # the pipeline's 2 stages on 3 nodes of 1 GPU: no whole pipelines
+    p = _playbook(tmp_path, 3, "-e", "recipe=gpt2-pipeline", "-e", "procs_per_node=1", "--check")
     assert p.returncode != 0
-    assert (
-        "recipe gpt2-pipeline: cluster.nodes: the recipe asks for 1 node(s) but the play has 3 host(s)"
-        in (p.stdout)
+    out = " ".join(p.stdout.split())
+    assert "recipe gpt2-pipeline: strategy.pipeline.stages: 2 stages need a multiple of 2 ranks" in out
+    assert """it would run with -e '{"recipe_overrides": {"strategy.pipeline.stages": 3}}'""" in out.replace(
+        "\\", ""
     )
+
+
+@pytest.mark.parametrize(
+    ("hosts", "split", "notes"),
+    [
+        (
+            2,
+            "12 sequences per step (2 per micro-batch, 3 accumulation)",
+            ["cluster: 2 node(s) x 1 = 2 ranks"],
+        ),
+        (3, "12 sequences per step (2 per micro-batch, 2 accumulation)", []),
+        (4, "12 sequences per step (1 per micro-batch, 3 accumulation)", ["train.micro_batch_size: 2 -> 1"]),
+        (
+            8,
+            "16 sequences per step (2 per micro-batch, 1 accumulation)",
+            ["train.global_batch_size: 12 -> 16"],
+        ),
+    ],
+)
+def test_tiny_runs_on_the_labs_sizes_without_overrides(
+    tmp_path: Path, hosts: int, split: str, notes: list[str]
+) -> None:
+    # the lab's sizes (make lab-up LAB_NODES=N): train.yml fits the recipe as this playbook does
+    p = _playbook(tmp_path, hosts)
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = " ".join(p.stdout.split())
+    assert f"tiny: fsdp2 on {hosts} x 1 cpu processes (world {hosts}), {split}" in out
+    for note in notes:
+        assert note in out
+    fitted = resolve(TRAINER, "tiny", {}, nodes=hosts)
+    assert fitted["recipe"]["cluster"]["nodes"] == hosts and fitted["fit"]["notes"][-1].startswith("batch: ")

@@ -8,7 +8,10 @@ from pathlib import Path
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import agent as ta
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import watch as tw
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_cables import CableWatch
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_cables import (
+    CableWatch,
+    watched_cables,
+)
 
 from .conftest import FAILED, RUNNING, train_step
 
@@ -76,8 +79,8 @@ def test_a_cable_without_another_path_says_the_job_stops_if_it_needs_it() -> Non
     watch = CableWatch({"node1": [{"port": "data0", "peer": "node2", "rerouted": False}]})
     watch.feed("node1", {"data0": "was set down"}, "start-up (no step logged yet)")
     assert watch.take_news() == [
-        "node1 data0, the cable to node2, was set down at start-up (no step logged yet); nothing else joins "
-        "them: the job stops if it needs this cable"
+        "node1 data0, the cable to node2, was set down at start-up (no step logged yet); node addresses have "
+        "no other route between them: the job stops if it needs it"
     ]
 
 
@@ -117,3 +120,37 @@ def test_a_failure_without_a_lost_cable_reads_as_before() -> None:
     w.feed("node2", {"phase": "failed", "unit": FAILED, "log_tail": ["boom"]}, 1012.0)
     out = w.decide(1030.0)
     assert out is not None and out.status == "failed" and not out.message.startswith("job tiny stopped after")
+
+
+def test_the_watched_cables_come_from_every_hosts_port_map() -> None:
+    ring = {
+        "node1": {"node2": "data1", "node3": "data0"},
+        "node2": {"node1": "data0", "node3": "data1"},
+        "node3": {"node2": "data0", "node1": "data1"},
+    }
+    got = watched_cables(["node1", "node2", "node3"], "mesh", ring)
+    assert got["node2"] == [
+        {"port": "data0", "peer": "node1", "rerouted": False},
+        {"port": "data1", "peer": "node3", "rerouted": False},
+    ]
+    assert sorted(got) == ["node1", "node2", "node3"] and all(len(v) == 2 for v in got.values())
+
+
+def test_a_pairs_second_cable_leaves_the_node_addresses_their_path_and_a_mac_only_port_is_not_read() -> None:
+    rails = {
+        "node1": {"node2": ["data0", {"macaddress": "02:00:00:00:01:01"}]},
+        "node2": {"node1": ["data0", "data1"]},
+    }
+    got = watched_cables(["node1", "node2"], "mesh", rails)
+    assert got == {
+        "node1": [{"port": "data0", "peer": "node2", "rerouted": False}],
+        "node2": [
+            {"port": "data0", "peer": "node1", "rerouted": False},
+            {"port": "data1", "peer": "node1", "rerouted": True},
+        ],
+    }
+
+
+def test_no_cables_are_watched_on_a_switched_fabric_or_without_a_port_map() -> None:
+    assert watched_cables(["node1", "node2"], "switched", {"node1": {"node2": "data0"}}) == {}
+    assert watched_cables(["node1", "node2"], "mesh", {}) == {}

@@ -56,20 +56,28 @@ def test_param_error(changes: dict[str, Any], kwargs: dict[str, Any], message: s
     assert error == message if message is None else error is not None and error.startswith(message)
 
 
+def line_rate(
+    given: float | None, mode: str, sysfs_root: str, port_rate: float | None = None, **port: Any
+) -> Any:
+    """line_rate_gbps over a module's parameters: the shared options' defaults, then these."""
+    params = {name: entry.get("default") for name, entry in link_test.shared_options().items()}
+    params.update(line_rate_gbps=given, mode=mode, sysfs_root=sysfs_root, **port)
+    return link_test.line_rate_gbps(params, port_rate)
+
+
 def test_line_rate_fallback(tmp_path: Path) -> None:
     (tmp_path / "class/net/eth0").mkdir(parents=True)
     (tmp_path / "class/net/eth0/speed").write_text("25000\n")
     sysfs = str(tmp_path)
-    assert link_test.line_rate_gbps(40.0, "tcp", interface="eth0", sysfs_root=sysfs) == 40.0
-    assert link_test.line_rate_gbps(None, "tcp", interface="eth0", sysfs_root=sysfs) == 25
-    assert link_test.line_rate_gbps(0, "tcp", interface="eth0", sysfs_root=sysfs) == 25
-    assert link_test.line_rate_gbps(None, "tcp", interface=None, sysfs_root=sysfs) is None
+    assert line_rate(40.0, "tcp", sysfs, interface="eth0") == 40.0
+    assert line_rate(None, "tcp", sysfs, interface="eth0") == 25
+    assert line_rate(0, "tcp", sysfs, interface="eth0") == 25
+    assert line_rate(None, "tcp", sysfs) is None
+    assert line_rate(None, "tcp", sysfs, interface="eth9") is None  # no speed file: unknown
     # RDMA: the rate the caller already read, else the named port's rate from sysfs.
-    assert link_test.line_rate_gbps(None, "rdma", interface="eth0", sysfs_root=ROCE, port_rate=200.0) == 200.0
-    assert link_test.line_rate_gbps(None, "rdma", interface=None, sysfs_root=ROCE, device="mlx5_1") == 10
-    assert (
-        link_test.line_rate_gbps(None, "rdma", interface=None, sysfs_root=ROCE, device="mlx5_0", ib_port=1)
-        == 100
-    )
+    assert line_rate(None, "rdma", ROCE, 200.0, interface="eth0") == 200.0
+    assert line_rate(None, "rdma", ROCE, device="mlx5_1") == 10
+    assert line_rate(None, "rdma", ROCE, device="mlx5_0", ib_port=1) == 100
+    assert line_rate(50.0, "rdma", ROCE, 200.0, device="mlx5_0") == 50.0
     assert link_test.rdma_port_rate(ROCE, "mlx5_0", 2) is None
     assert link_test.rdma_port_rate(str(tmp_path / "none"), "mlx5_0", 1) is None

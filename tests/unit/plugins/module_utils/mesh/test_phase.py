@@ -1,6 +1,6 @@
 """The mesh_network role's two check phases as tasks/validate.yml runs them: the cluster phase once
 (plugins/module_utils/mesh/cluster.py, action mesh_network_plan), then each node's check
-(plugins/module_utils/mesh/check.py, action mesh_network_check).
+(plugins/module_utils/mesh/phase.py, action mesh_network_check).
 
 What the nodes report is `ip -j addr show` / `ip -j route show default` in iproute2's JSON (the keys a real
 node prints: ifname, address, addr_info with family and local), as tasks/interfaces.yml hands it over.

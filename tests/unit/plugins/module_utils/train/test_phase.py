@@ -1,5 +1,5 @@
 """The train role's two controller phases: the recipe resolved once (check) and the launch planned once from
-the preflight reports (plan), through their action plugins too (module_utils/train/phases.py)."""
+the preflight reports (plan), through their action plugins too (module_utils/train/phase.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import yaml
 from ansible_collections.rdmaops.cluster.plugins.action.train_check import ActionModule as CheckAction
 from ansible_collections.rdmaops.cluster.plugins.action.train_plan import ActionModule as PlanAction
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order as rank_order
-from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import phase
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.launch import recipe_digest
 
 from ...conftest import FIXTURE_DIR, ROOT, run_action
@@ -96,13 +96,20 @@ def plan_args(check_plan: dict[str, Any], **kw: Any) -> dict[str, Any]:
         "health_mode": "off",
         "health_severity": {},
         "hsdp_rdma_below_gbps": 0.0,
+        "memory_check": "fail",
     }
     args.update(kw)
     return args
 
 
 def checked(**kw: Any) -> dict[str, Any]:
-    out = phases.check(check_args(**kw))
+    out = phase.check(check_args(**kw))
+    assert out["errors"] == [], out["errors"]
+    return out["plan"]
+
+
+def planned(check_plan: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    out = phase.plan(plan_args(check_plan, **kw))
     assert out["errors"] == [], out["errors"]
     return out["plan"]
 
@@ -114,11 +121,12 @@ def load_trainer_recipe(path: Path) -> dict[str, Any]:
     return load_recipe(str(path)).to_dict()
 
 
-def test_check_resolves_the_recipe_once_into_the_file_every_node_runs(tmp_path: Path) -> None:
-    plan = checked(steps="40", overrides={"train.log_every": 5}, resume="latest")
-    assert plan["job"] == "tiny" and plan["unit"] == "rdmaops-train-tiny.service" and plan["steps"] == 40
-    assert plan["output_dir"] == "/shared/train/tiny/runs/tiny"
-    assert plan["events_file"] == "/var/log/rdmaops/train-tiny.events.jsonl"
+def test_the_recipe_is_resolved_once_into_the_file_every_node_runs(tmp_path: Path) -> None:
+    c = checked(steps="40", overrides={"train.log_every": 5}, resume="latest")
+    assert c["job"] == "tiny" and c["unit"] == "rdmaops-train-tiny.service" and c["steps"] == 40
+    assert c["output_dir"] == "/shared/train/tiny/runs/tiny"
+    assert c["events_file"] == "/var/log/rdmaops/train-tiny.events.jsonl"
+    plan = planned(c)
     assert plan["recipe_sha256"] == recipe_digest(plan["recipe_text"])
     assert plan["recipe_text"].startswith(
         "# Recipe tiny as train.yml resolved it on the controller (overrides:"
@@ -136,13 +144,25 @@ def test_check_resolves_the_recipe_once_into_the_file_every_node_runs(tmp_path: 
     ("kw", "needle"),
     [
         ({"recipe": "nope"}, "recipe 'nope' not found (known:"),
-        ({"recipe": "glm"}, "cluster.nodes: the recipe asks for 2 node(s) but the play has 3"),
+        (
+            {"overrides": {"cluster.nodes": 2}},
+            "recipe tiny: cluster.nodes: 2, pinned (recipe_overrides), but the cluster has 3 node(s): "
+            'cluster.nodes=3 runs it there; it would run with -e \'{"recipe_overrides": {"cluster.nodes": '
+            "3}}'",
+        ),
+        (
+            {"recipe": "gpt2-pipeline", "overrides": {"cluster.procs_per_node": 1}},
+            "strategy.pipeline.stages: 2 stages need a multiple of 2 ranks (each data-parallel replica is a "
+            "whole "
+            "pipeline), and the cluster has 3 (3 node(s) x 1); it would run with "
+            '-e \'{"recipe_overrides": {"strategy.pipeline.stages": 3}}\'',
+        ),
         (
             {"steps": "10", "overrides": {"train.steps": 20}},
             "-e steps=10 and recipe_overrides train.steps=20 disagree",
         ),
         ({"job": "my job"}, "train job name 'my job'"),
-        ({"hsdp": "on", "overrides": {phases.HSDP_KEY: "off"}}, "train_hsdp=on and recipe_overrides"),
+        ({"hsdp": "on", "overrides": {phase.HSDP_KEY: "off"}}, "train_hsdp=on and recipe_overrides"),
         (
             {"recipe": "gpt2-pipeline", "launcher": "deepspeed", "hosts": ["node1"]},
             "pipeline strategy",
@@ -150,13 +170,13 @@ def test_check_resolves_the_recipe_once_into_the_file_every_node_runs(tmp_path: 
     ],
 )
 def test_check_names_each_bad_input(kw: dict[str, Any], needle: str) -> None:
-    out = phases.check(check_args(**kw))
+    out = phase.check(check_args(**kw))
     assert "plan" not in out and any(needle in e for e in out["errors"]), out["errors"]
 
 
 @pytest.mark.parametrize(("hsdp", "value"), [("on", True), ("off", False), ("auto", "auto"), ("", "auto")])
 def test_check_passes_the_hsdp_choice_as_the_trainers_key(hsdp: str, value: object) -> None:
-    recipe = yaml.safe_load(checked(hsdp=hsdp)["recipe_text"])
+    recipe = yaml.safe_load(planned(checked(hsdp=hsdp))["recipe_text"])
     assert recipe["strategy"]["fsdp2"]["hsdp"] == value
 
 
@@ -181,7 +201,7 @@ MESH_VERBS = {**RDMA, "NCCL_NET_PLUGIN": "mesh", "NCCL_MESH_TRANSPORT": "verbs"}
 )
 def test_the_launch_says_hsdp_from_the_fabric(env: dict[str, str], flag: str, note: str) -> None:
     c = checked()
-    p = phases.plan(plan_args(c, reports={h: report(h, env=env) for h in HOSTS}))["plan"]
+    p = phase.plan(plan_args(c, reports={h: report(h, env=env) for h in HOSTS}))["plan"]
     for node in p["nodes"].values():
         assert f"RDMAOPS_HSDP={flag}" in node["files"]["job.env"].splitlines()
     assert any(n.startswith(note) for n in p["notes"]), p["notes"]
@@ -193,7 +213,7 @@ def test_the_launch_says_hsdp_from_the_fabric(env: dict[str, str], flag: str, no
             ({}, "in bfloat16 (strategy.fsdp2.reduce_dtype auto"),
             ({"strategy.fsdp2.reduce_dtype": "float32"}, "in float32 (strategy.fsdp2.reduce_dtype)"),
         ):
-            notes = phases.plan(plan_args(checked(overrides={**gpu, **extra}), reports=reports))["plan"][
+            notes = phase.plan(plan_args(checked(overrides={**gpu, **extra}), reports=reports))["plan"][
                 "notes"
             ]
             assert any(f"crosses them, {said}" in n for n in notes), notes
@@ -201,7 +221,7 @@ def test_the_launch_says_hsdp_from_the_fabric(env: dict[str, str], flag: str, no
     mixed = {h: report(h, env=TCP) for h in HOSTS} | {"node2": report("node2", env=RDMA)}
     assert (
         "RDMAOPS_HSDP=0"
-        in phases.plan(plan_args(c, reports=mixed))["plan"]["nodes"]["node1"]["files"]["job.env"]
+        in phase.plan(plan_args(c, reports=mixed))["plan"]["nodes"]["node1"]["files"]["job.env"]
     )
 
 
@@ -246,7 +266,7 @@ def test_rdma_below_the_threshold_is_a_slow_link(
     env = {**RDMA, "NCCL_IB_HCA": hca}
     reports = {h: report(h, env=env, rdma_ports=FAST) for h in HOSTS}
     reports["node2"] = report("node2", env=env, rdma_ports=node2_ports)
-    p = phases.plan(plan_args(checked(), reports=reports, hsdp_rdma_below_gbps=below))["plan"]
+    p = phase.plan(plan_args(checked(), reports=reports, hsdp_rdma_below_gbps=below))["plan"]
     for node in p["nodes"].values():
         assert f"RDMAOPS_HSDP={flag}" in node["files"]["job.env"].splitlines()
     assert any(n.startswith(note) for n in p["notes"]), p["notes"]
@@ -254,9 +274,9 @@ def test_rdma_below_the_threshold_is_a_slow_link(
 
 def test_a_forced_hsdp_or_another_strategy_is_said_so() -> None:
     tcp = {h: report(h, env=TCP) for h in HOSTS}
-    forced = phases.plan(plan_args(checked(hsdp="off"), reports=tcp))["plan"]
+    forced = phase.plan(plan_args(checked(hsdp="off"), reports=tcp))["plan"]
     assert "hsdp: strategy.fsdp2.hsdp is false (-e hsdp=auto follows the fabric)" in forced["notes"]
-    zero3 = phases.plan(plan_args(checked(overrides={"strategy.name": "zero3"}), reports=tcp))["plan"]
+    zero3 = phase.plan(plan_args(checked(overrides={"strategy.name": "zero3"}), reports=tcp))["plan"]
     assert not any(n.startswith("hsdp:") for n in zero3["notes"])
 
 
@@ -268,7 +288,7 @@ def test_the_notes_give_each_gpus_nearest_nic_and_say_once_where_nvidia_smi_is_m
         "env": {**rdma, "GLOO_SOCKET_IFNAME": "nodeaddr0"},
     }
     reports = {"node1": report("node1", **gpu), "node2": report("node2"), "node3": report("node3")}
-    notes = phases.plan(plan_args(checked(), reports=reports))["plan"]["notes"]
+    notes = phase.plan(plan_args(checked(), reports=reports))["plan"]["notes"]
     gpu_notes = [n for n in notes if n.startswith("gpu-nic affinity")]
     assert gpu_notes[0].startswith(
         "gpu-nic affinity on node1: GPU0 mlx5_0 (PIX), GPU1 mlx5_1 (PIX), GPU2 mlx5_2"
@@ -289,16 +309,16 @@ def test_the_notes_give_each_gpus_nearest_nic_and_say_once_where_nvidia_smi_is_m
 
 def test_plan_gives_each_node_its_launch_directory_and_the_unit_its_command() -> None:
     c = checked(steps="40")
-    out = phases.plan(plan_args(c))
+    out = phase.plan(plan_args(c))
     assert out["errors"] == []
     p = out["plan"]
     assert p["master"] == "node1" and p["master_addr"] == "10.255.0.1" and p["order"] == HOSTS
     n3 = p["nodes"]["node3"]
     assert n3["node_rank"] == 2 and n3["dir"] == "/shared/train/tiny/launch/node3"
     assert set(n3["files"]) == {"launch.sh", "nccl.env", "job.env", "recipe.yaml"}
-    assert n3["files"]["recipe.yaml"] == c["recipe_text"]
+    assert n3["files"]["recipe.yaml"] == p["recipe_text"]
     job_env = n3["files"]["job.env"].splitlines()
-    digest = f"RDMAOPS_RECIPE_SHA256={c['recipe_sha256']}"
+    digest = f"RDMAOPS_RECIPE_SHA256={p['recipe_sha256']}"
     for line in ("MASTER_ADDR=10.255.0.1", "MASTER_PORT=29500", "RDMAOPS_NODE_RANK=2", digest,
                  "RDMAOPS_TRAIN_WORKDIR=/shared/train/tiny"):  # fmt: skip
         assert line in job_env
@@ -317,7 +337,8 @@ def test_plan_gives_each_node_its_launch_directory_and_the_unit_its_command() ->
         "# GNU General Public License"
     )
     record = json.loads(unit_files["/shared/train/tiny/job.json"])
-    assert record["recipe_sha256"] == c["recipe_sha256"] and record["order"] == HOSTS
+    assert record["recipe_sha256"] == p["recipe_sha256"] and record["order"] == HOSTS
+    assert record["launch_file"] == "/shared/train/tiny/launch.json"
     assert record["log_file"] == "/var/log/rdmaops/train-tiny.log" and record["launcher"] == "torchrun"
 
 
@@ -325,7 +346,7 @@ def test_plan_takes_the_inventory_address_when_the_master_reports_none() -> None
     c = checked()
     reports = {h: report(h) for h in HOSTS}
     reports["node1"] = report("node1", address="", interfaces={})
-    p = phases.plan(plan_args(c, reports=reports))["plan"]
+    p = phase.plan(plan_args(c, reports=reports))["plan"]
     assert p["master_addr"] == "10.95.0.10"
 
 
@@ -335,7 +356,7 @@ def test_plan_reports_every_preflight_problem_and_plans_nothing() -> None:
     reports["node2"] = {"unreachable": True, "msg": "ssh: connect timed out\nmore"}
     reports["node3"] = report("node3", listening=[], disk=["/shared", 1.0])
     reports["node1"] = report("node1", listening=[29500])
-    out = phases.plan(plan_args(c, reports=reports))
+    out = phase.plan(plan_args(c, reports=reports))
     assert "plan" not in out
     assert any("node2: unreachable (ssh: connect timed out)" in e for e in out["errors"])
     assert any("node3: 1.0 GB free" in e for e in out["errors"])
@@ -344,7 +365,7 @@ def test_plan_reports_every_preflight_problem_and_plans_nothing() -> None:
 
 def test_check_refuses_bad_health_settings_naming_them() -> None:
     args = check_args(health="loud", health_thresholds={"host_disk_free_min_gb": 5}, health_severity={"g": 1})
-    errors = phases.check(args)["errors"]
+    errors = phase.check(args)["errors"]
     assert "train_health: 'loud' must be one of fail, warn, off" in errors
     wrong = "train_health_thresholds: unknown threshold 'host_disk_free_min_gb'"
     assert any(e.startswith(wrong) for e in errors)
@@ -378,7 +399,7 @@ def test_plan_health_fail_stops_the_launch_with_the_other_problems() -> None:
     reports["node3"] = report("node3", disk=["/shared", 1.0])
     health = {h: health_result(h) for h in HOSTS}
     health["node2"] = health_result("node2", DISK)
-    out = phases.plan(plan_args(c, reports=reports, health=health, health_mode="fail"))
+    out = phase.plan(plan_args(c, reports=reports, health=health, health_mode="fail"))
     assert "plan" not in out
     assert (
         "node2: host.disk_free [fail] /shared/train/tiny/runs/tiny: 55.5 GiB free for checkpoints on / "
@@ -391,19 +412,19 @@ def test_plan_health_warn_and_off_launch() -> None:
     c = checked()
     health = {h: health_result(h) for h in HOSTS}
     health["node2"] = health_result("node2", DISK)
-    warned = phases.plan(plan_args(c, health=health, health_mode="warn"))
+    warned = phase.plan(plan_args(c, health=health, health_mode="warn"))
     assert warned["errors"] == []
     assert any(n.startswith("health: node2: host.disk_free [fail]") for n in warned["plan"]["notes"])
     assert warned["plan"]["health"]["failed_nodes"] == ["node2"]
-    off = phases.plan(plan_args(c, health=health, health_mode="off"))
+    off = phase.plan(plan_args(c, health=health, health_mode="off"))
     assert off["errors"] == [] and off["plan"]["health"] is None
-    passing = phases.plan(plan_args(c, health={h: health_result(h) for h in HOSTS}, health_mode="fail"))
+    passing = phase.plan(plan_args(c, health={h: health_result(h) for h in HOSTS}, health_mode="fail"))
     assert passing["errors"] == [] and passing["plan"]["health"]["ok"]
     # an unreachable node is named once, by the preflight
     health["node2"] = {"unreachable": True, "msg": "ssh: timed out"}
     reports = {h: report(h) for h in HOSTS}
     reports["node2"] = {"unreachable": True, "msg": "ssh: timed out"}
-    out = phases.plan(plan_args(c, reports=reports, health=health, health_mode="fail"))
+    out = phase.plan(plan_args(c, reports=reports, health=health, health_mode="fail"))
     assert [e for e in out["errors"] if "node2" in e] == [
         "node2: unreachable (ssh: timed out); bring it back or leave it out with --limit"
     ]
@@ -411,17 +432,19 @@ def test_plan_health_warn_and_off_launch() -> None:
 
 def test_plan_for_slurm_writes_the_batch_script_on_the_resolved_recipe() -> None:
     c = checked(launcher="slurm")
-    p = phases.plan(plan_args(c))["plan"]
+    p = phase.plan(plan_args(c))["plan"]
     assert p["slurm_job_name"] == "rdmaops-tiny" and p["batch_script"] == "/shared/train/tiny/tiny.sbatch"
     text = p["batch_script_text"]
     assert "MASTER_ADDR=10.255.0.1" in text.splitlines()
     assert "--recipe /shared/train/tiny/recipe.yaml" in text
-    assert f"export RDMAOPS_RECIPE_SHA256={c['recipe_sha256']}" in text
+    assert f"export RDMAOPS_RECIPE_SHA256={p['recipe_sha256']}" in text
 
 
 def test_the_action_plugins_fail_with_every_error_in_one_message() -> None:
-    out = run_action(CheckAction, check_args(recipe="glm", job="a b"))
-    assert out["failed"] and "cluster.nodes: the recipe asks for 2 node(s)" in out["msg"]
+    out = run_action(
+        CheckAction, check_args(recipe="gpt2-pipeline", overrides={"cluster.procs_per_node": 1}, job="a b")
+    )
+    assert out["failed"] and "strategy.pipeline.stages: 2 stages need" in out["msg"]
     c = run_action(CheckAction, check_args())["plan"]
     reports = {h: report(h) for h in HOSTS}
     reports["node2"] = report("node2", venv={"path": "/opt/rdmaops/venv", "exists": False})
@@ -439,16 +462,15 @@ RING4 = {
     "node4": {"node2": "data0", "node1": "data1"},
 }
 RING_HOSTS = ["node1", "node2", "node3", "node4"]
-FOUR = {"cluster.nodes": 4, "train.global_batch_size": 16}  # the tiny recipe is for 3 nodes
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "slurm"])
 def test_on_a_ring_the_node_ranks_follow_the_cables(launcher: str) -> None:
-    c = checked(hosts=RING_HOSTS, ports=RING4, launcher=launcher, overrides=FOUR)
+    c = checked(hosts=RING_HOSTS, ports=RING4, launcher=launcher)
     order = ["node1", "node3", "node2", "node4"]
     assert c["hosts"] == order and c["master"] == "node1"
     reports = {h: report(h) for h in RING_HOSTS}
-    p = phases.plan(plan_args(c, reports=reports, addresses={}))["plan"]
+    p = phase.plan(plan_args(c, reports=reports, addresses={}))["plan"]
     assert p["order"] == order and p["job_record"]["order"] == order
     assert {h: n["node_rank"] for h, n in p["nodes"].items()} == {
         "node1": 0,
@@ -467,12 +489,12 @@ def test_a_full_mesh_or_a_switched_fabric_keeps_the_play_order() -> None:
     mesh = {h: {o: f"p{i}" for i, o in enumerate(x for x in HOSTS if x != h)} for h in HOSTS}
     assert checked(ports=mesh)["hosts"] == HOSTS
     assert checked(ports=RING4 | mesh, topology="switched", hosts=HOSTS)["order_note"] == ""
-    p = phases.plan(plan_args(checked(ports=mesh)))["plan"]
+    p = phase.plan(plan_args(checked(ports=mesh)))["plan"]
     assert p["order"] == HOSTS and p["notes"][0].startswith("rank order: the play's host order node1, node2")
 
 
 def test_an_inconsistent_port_map_is_refused_before_anything_starts() -> None:
     ports = {h: dict(v) for h, v in RING4.items()}
     ports["node4"] = {"node2": "data0"}
-    out = phases.check(check_args(hosts=RING_HOSTS, ports=ports, overrides=FOUR))
+    out = phase.check(check_args(hosts=RING_HOSTS, ports=ports))
     assert "plan" not in out and any("mesh_network_ports is inconsistent: node4:" in e for e in out["errors"])

@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The mesh_network role's node check: one node's part of the cluster's plan, held against what it reported.
+"""The mesh_network role's check phase: a node's part of the cluster's plan and what the node reported in,
+``{errors, plan}`` out, per host.
 
 One pure function (``check``) behind the action plugin rdmaops.cluster.mesh_network_check, per host, after
 the cluster phase (cluster.py, once per run) planned every node: the rules that need this node's own facts
@@ -26,7 +27,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import (
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import safety as ms
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 
-ARGUMENT_SPEC: dict[str, Any] = {
+MESH_NETWORK_CHECK_SPEC: dict[str, Any] = {
     "host": {"type": "str", "required": True},
     **required_raw("mgmt_cidr", "mtu"),
     "topology": {"type": "str", "required": True, "choices": ["mesh", "switched"]},

@@ -1,4 +1,4 @@
-"""The verify role's phases (module_utils/verify/phases.py; actions verify_check, _gate, _plan, _summary)."""
+"""The verify role's phases (module_utils/verify/phase.py; actions verify_check, _gate, _plan, _summary)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import host_plan
-from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import phases
+from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import phase
 
 from ...conftest import FIXTURE_DIR, ROOT
 
@@ -31,7 +31,7 @@ GOOD = {
 
 
 def test_check_passes_good_settings_and_returns_the_thresholds() -> None:
-    out = phases.check(GOOD)
+    out = phase.check(GOOD)
     assert out["errors"] == [] and out["plan"]["thresholds"]["line_rate_gbps"] == "median"
 
 
@@ -44,7 +44,7 @@ def test_check_names_every_bad_setting_in_the_role_s_words() -> None:
         "hosts": ["node1"],
         "topology": "",
     }
-    assert phases.check(bad)["errors"] == [
+    assert phase.check(bad)["errors"] == [
         "verify_mode 'fast' (auto|rdma|tcp), verify_pattern 'all_pairs' (all_pairs|ring), verify_directions "
         "'both' (both|one): one of them is not allowed",
         "must be positive integers: verify_duration=0, verify_port=x",
@@ -56,7 +56,7 @@ def test_check_names_every_bad_setting_in_the_role_s_words() -> None:
 
 def test_check_names_bad_health_settings() -> None:
     bad = {**GOOD, "health": "strict", "health_thresholds": {"rdma_rate_gbps": "400"}}
-    assert phases.check(bad)["errors"] == [
+    assert phase.check(bad)["errors"] == [
         "verify_health: 'strict' must be one of fail, warn, off",
         "verify_health_thresholds: rdma_rate_gbps: '400' is a str, expected int or float",
     ]
@@ -64,11 +64,11 @@ def test_check_names_bad_health_settings() -> None:
 
 def test_gate_fails_naming_the_node() -> None:
     params = {"host": "node1", "port_info": {"rdma_ports": []}, "rdma_required": True, "require_active": True}
-    out = phases.gate({**params, "sysfs_root": "/sys"})
+    out = phase.gate({**params, "sysfs_root": "/sys"})
     assert out["errors"][0].startswith(
         "node1: no RDMA device (nothing under /sys/class/infiniband); RDMA is required"
     )
-    relaxed = phases.gate({**params, "rdma_required": False, "sysfs_root": "/sys"})
+    relaxed = phase.gate({**params, "rdma_required": False, "sysfs_root": "/sys"})
     assert relaxed["errors"] == [] and relaxed["plan"]["available"] is False
 
 
@@ -99,7 +99,7 @@ def plan_params(ports: dict[str, dict[str, Any]], host: str = "node1", **extra: 
 
 def test_plan_measures_each_cable_of_rails_in_its_own_round() -> None:
     rails = {"node1": {"node2": ["data0", "data1"]}, "node2": {"node1": ["data0", "data1"]}}
-    out = phases.plan_phase(plan_params(rails))
+    out = phase.plan_phase(plan_params(rails))
     assert out["errors"] == []
     assert [x["label"] for x in out["plan"]["links"]] == [
         "node1:data0 <-> node2:data0",
@@ -122,7 +122,7 @@ def test_plan_measures_each_cable_of_rails_in_its_own_round() -> None:
 def test_plan_of_a_ring_measures_its_cables_only() -> None:
     hosts = ["node1", "node2", "node3", "node4"]
     ring = {h: {hosts[i - 1]: "data0", hosts[(i + 1) % 4]: "data1"} for i, h in enumerate(hosts)}
-    out = phases.plan_phase(plan_params(ring, "node3", directions="one"))
+    out = phase.plan_phase(plan_params(ring, "node3", directions="one"))
     assert len(out["plan"]["links"]) == 4
     assert all(len(rnd) <= 2 for rnd in out["plan"]["rounds"]) and len(out["plan"]["rounds"]) == 2
     assert [len(parts) for parts in out["plan"]["parts"]] == [1, 1]
@@ -131,21 +131,21 @@ def test_plan_of_a_ring_measures_its_cables_only() -> None:
 def test_plan_environment_takes_the_env_file_over_the_sockets() -> None:
     env = "# written by nccl_env\nNCCL_SOCKET_IFNAME=data0\nNCCL_IB_TC=104\n"
     mesh = {"node1": {"node2": "data0"}, "node2": {"node1": "data0"}}
-    out = phases.plan_phase(plan_params(mesh, env_file=env))
+    out = phase.plan_phase(plan_params(mesh, env_file=env))
     assert out["plan"]["collective_env"] == {
         "GLOO_SOCKET_IFNAME": "nodeaddr0",
         "NCCL_SOCKET_IFNAME": "data0",
         "NCCL_IB_TC": "104",
     }
-    rails = phases.plan_phase(plan_params(mesh, socket_ifname="data0,data1"))["plan"]["collective_env"]
+    rails = phase.plan_phase(plan_params(mesh, socket_ifname="data0,data1"))["plan"]["collective_env"]
     assert rails == {"GLOO_SOCKET_IFNAME": "data0", "NCCL_SOCKET_IFNAME": "data0,data1"}
-    bad = phases.plan_phase(plan_params(mesh, env_file="not an assignment"))
+    bad = phase.plan_phase(plan_params(mesh, env_file="not an assignment"))
     assert bad["errors"] == ["environment file line 1 is not KEY=VALUE: 'not an assignment'"]
 
 
 def test_plan_without_the_mesh_plans_is_an_error() -> None:
     params = plan_params({"node1": {"node2": "data0"}, "node2": {"node1": "data0"}}, plans={})
-    assert phases.plan_phase(params)["errors"] == [
+    assert phase.plan_phase(params)["errors"] == [
         "no mesh_network plan for node1, node2 (did mesh_network run on them?)"
     ]
 
@@ -153,17 +153,17 @@ def test_plan_without_the_mesh_plans_is_an_error() -> None:
 def test_summary_of_the_all_reduce_and_nothing_else() -> None:
     doc = {"backend": "gloo", "world_size": 2, "results": [{"bytes": 1024, "time_ms": 1.0}]}
     runs = {"node1": {"rc": 0, "stdout": "warming up\n" + json.dumps(doc)}, "node2": {"rc": 0, "stdout": ""}}
-    out = phases.summary(
+    out = phase.summary(
         {"master": "node1", "runs": runs, "qos_roce": None, "qos_switches": [], "qos_hosts": {}}
     )
     assert out == {"errors": [], "plan": {"collective": doc, "qos": None, "affinity": None}}
     failed = {"node1": {"rc": 0, "stdout": ""}, "node2": {"rc": 124, "stderr": "killed"}}
     params = {"master": "node1", "runs": failed, "qos_roce": None, "qos_switches": [], "qos_hosts": {}}
-    assert phases.summary(params)["plan"]["collective"] == {
+    assert phase.summary(params)["plan"]["collective"] == {
         "error": "node2: timed out: killed",
         "results": [],
     }
-    none = phases.summary(
+    none = phase.summary(
         {"master": "node1", "runs": None, "qos_roce": None, "qos_switches": [], "qos_hosts": {}}
     )
     assert none["plan"] == {"collective": None, "qos": None, "affinity": None}
@@ -180,7 +180,7 @@ def test_summary_of_the_gpu_to_nic_affinity_in_the_nodes_order() -> None:
         "gpu_topology": {"node2": {"rc": 0, "stdout": smi}, "node1": {"rc": 127, "stdout": ""}},
         "nccl_envs": {"node2": {"NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1"}},
     }
-    section = phases.summary(params)["plan"]["affinity"]
+    section = phase.summary(params)["plan"]["affinity"]
     assert list(section["nodes"]) == ["node2", "node1"] and section["nodes"]["node1"]["state"] == "absent"
     assert [g["nccl_relation"] for g in section["nodes"]["node2"]["gpus"]] == ["NODE", "NODE", "SYS", "SYS"]
     assert [w.split("'")[0] for w in section["warnings"]] == ["node2: GPU2", "node2: GPU3"]
@@ -190,7 +190,7 @@ def test_summary_of_the_gpu_to_nic_affinity_in_the_nodes_order() -> None:
 @pytest.mark.parametrize("missing", ["node1", "node9"])
 def test_summary_without_the_master_s_run_is_an_error(missing: str) -> None:
     runs = {"node2": {"rc": 0, "stdout": ""}}
-    out = phases.summary(
+    out = phase.summary(
         {"master": missing, "runs": runs, "qos_roce": None, "qos_switches": [], "qos_hosts": {}}
     )
     assert out["errors"] == [f"no all-reduce run recorded for the master {missing!r}"]

@@ -1,12 +1,16 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The train role's two phases on the controller (action plugins rdmaops.cluster.train_check and
-rdmaops.cluster.train_plan, built on plugin_utils/phase.py's PhaseAction).
+"""The train role's check and plan phases: their inputs in, ``{errors, plan}`` out, on the controller
+(action plugins rdmaops.cluster.train_check and rdmaops.cluster.train_plan, built on plugin_utils/phase.py's
+PhaseAction).
 
-``check`` (tasks/validate.yml): the role's inputs, the recipe resolved once with the trainer's own code and
-written out as the one recipe file every node runs (with its sha256), the job's names and paths.
-``plan`` (after the preflight, tasks/preflight.yml): every node's report compared (preflight.py), the
-GPU-to-NIC affinity noted (nccl/affinity.py), then what each node starts, from the check's plan and the
-reports: its launch directory (launch.py ``node_files``), the unit's command, the job record. Nothing is
+``check`` (tasks/validate.yml): the role's inputs, the recipe resolved with the trainer's own code and fitted
+to the play's hosts (a recipe that cannot run on them is refused before any node is asked), the job's names
+and paths.
+``plan`` (after the preflight, tasks/preflight.yml): every node's report compared (preflight.py), the recipe
+fitted to the nodes (a GPU recipe to their GPUs, gpus.py) and written out as the one recipe file every node
+runs (with its sha256), its memory per GPU estimated against the GPUs' (memory.py), the GPU-to-NIC affinity
+noted (nccl/affinity.py), then what each node starts: its launch directory (launch.py ``node_files``), the
+unit's command, the job record. Nothing is
 planned twice and no plan is rebuilt from itself.
 """
 
@@ -22,14 +26,18 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import affini
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import hca as nccl_hca
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.train import supervisor
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train import gpus
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import launch as tl
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train import order as rank_order
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.memory import MODES as MEMORY_MODES
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.memory import memory_check
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.preflight import preflight_report
 from ansible_collections.rdmaops.cluster.plugins.module_utils.train.recipe import (
     RecipeResolveError,
     hsdp_decision,
     resolve,
 )
+from ansible_collections.rdmaops.cluster.plugins.module_utils.train.watch_cables import watched_cables
 
 # Hybrid sharding (the trainer's rdmaops_trainer/dp_mesh.py): train_hsdp on/off forces the recipe key; auto or
 # empty leaves it to the launcher, which sets the trainer's HSDP variable from the fabric that joins the nodes
@@ -38,7 +46,7 @@ HSDP_KEY = "strategy.fsdp2.hsdp"
 HSDP_VALUES = {"on": "true", "off": "false", "auto": "auto"}
 SUPERVISOR_FILE = "supervise.py"
 
-CHECK_SPEC: dict[str, Any] = {
+TRAIN_CHECK_SPEC: dict[str, Any] = {
     "recipe": {"type": "str", "required": True},
     "overrides": {"type": "dict", "default": {}},
     "steps": {"type": "raw", "default": ""},
@@ -61,7 +69,7 @@ CHECK_SPEC: dict[str, Any] = {
     **health_gate.MODE_SPEC,
 }
 
-PLAN_SPEC: dict[str, Any] = {
+TRAIN_PLAN_SPEC: dict[str, Any] = {
     "check": {"type": "dict", "required": True},
     "reports": {"type": "dict", "required": True},
     "addresses": {"type": "dict", "default": {}},
@@ -77,6 +85,8 @@ PLAN_SPEC: dict[str, Any] = {
     "health_severity": {"type": "dict", "default": {}},
     # RDMA ports slower than this (Gb/s; 0: never) join the nodes by a slow link: HSDP, as on TCP
     "hsdp_rdma_below_gbps": {"type": "float", "default": 0.0},
+    # the estimate of a GPU recipe's memory per GPU against the GPUs': fail refuses a layout that cannot fit
+    "memory_check": {"type": "str", "default": "fail", "choices": list(MEMORY_MODES)},
 }
 
 
@@ -90,7 +100,8 @@ def recipe_text(recipe: Mapping[str, Any], name: str, overrides: list[str]) -> s
 
 
 def check(p: Mapping[str, Any]) -> dict[str, Any]:
-    """Phase 1: resolve the recipe once (overrides, shorthands, HSDP choice, resume) and name the job."""
+    """Phase 1: resolve the recipe (overrides, shorthands, HSDP choice, resume) for the play's hosts and name
+    the job; the plan fits it to the nodes the preflight reads and writes it out."""
     errors: list[str] = []
     overrides: dict[str, Any] = dict(p["overrides"] or {})
     try:
@@ -127,7 +138,6 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
         errors.append("launcher=deepspeed runs DeepSpeed-style jobs; the pipeline strategy needs torchrun")
     if errors:
         return {"errors": errors}
-    text = recipe_text(resolved["recipe"], p["recipe"], resolved["overrides"])
     workdir = f"{p['base_dir'].rstrip('/')}/{job}"
     output_dir = tl.resolve_output_dir(workdir, str(launch["output_dir"]))
     log_file = f"{p['log_dir'].rstrip('/')}/train-{job}.log"
@@ -143,6 +153,8 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
             "hosts": hosts,
             "master": hosts[0],
             "order_note": ranked["note"],
+            # the data cables the watch's agents read while the job runs (train_watch's cables)
+            "cables": watched_cables(hosts, p["topology"], p["ports"]),
             "venv": p["venv"],
             "python": f"{p['venv'].rstrip('/')}/bin/python",
             "workdir": workdir,
@@ -152,13 +164,14 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
             "events_file": f"{log_file.removesuffix('.log')}.events.jsonl",
             "steps": int(launch["steps"]),
             "paths": tl.recipe_paths(resolved["recipe"]),
-            # what the preflight report compares against (world size, device, steps, output directory)
+            # the recipe on the play's hosts with its own processes per node; the plan fits it to the nodes'
+            # GPUs with the same inputs (recipe, overrides), so steps and the output directory stay as here
             "launch": {**launch, "job": job, "output_dir_resolved": output_dir},
-            "recipe_text": text,
-            # the same recipe as data, for the plan phase's questions to the trainer (not the text re-parsed)
-            "recipe_data": resolved["recipe"],
+            "overrides": overrides,
+            "pinned": resolved["fit"]["pinned"],
             "trainer_src": p["trainer_src"],
-            "recipe_sha256": tl.recipe_digest(text),
+            # an hf model's config.json, read on the master for the memory estimate
+            "model_config": tl.model_config_path(resolved["recipe"]),
             "render_dir": f"{render}/{job}" if render else "",
             # a fresh token per run: the master writes it into the output directory, a node that reads it
             # back shares the master's storage (preflight)
@@ -238,14 +251,30 @@ def _supervisor_source() -> str:
 
 
 def plan(p: Mapping[str, Any]) -> dict[str, Any]:
-    """Phase 2: compare every node's report; plan what each node starts (from the check's plan)."""
+    """Phase 2: compare every node's report; fit the recipe to the nodes and write it out; estimate its
+    memory; plan what each node starts (from the check's plan)."""
     c = p["check"]
     hosts = list(c["hosts"])
     reports = dict(p["reports"])
+    # a GPU recipe runs one process per GPU of its nodes, unless cluster.procs_per_node is pinned
+    procs_found, gpu_notes = gpus.procs_per_node(c["launch"], reports, hosts, c["pinned"])
+    errors: list[str] = []
+    resolved: dict[str, Any] | None = None
+    try:
+        resolved = resolve(c["trainer_src"], c["recipe"], c["overrides"], len(hosts), procs_found)
+    except RecipeResolveError as exc:
+        errors.append(str(exc))
+    # unresolved, the preflight still compares the rest (the GPUs with what the recipe would have used)
+    fallback = {**c["launch"], **({"procs_per_node": procs_found} if procs_found else {})}
+    launch = {
+        **(resolved["launch"] if resolved else fallback),
+        "job": c["job"],
+        "output_dir_resolved": c["output_dir"],
+    }
     report = preflight_report(
         reports,
         hosts,
-        launch=c["launch"],
+        launch=launch,
         launcher=c["launcher"],
         master_port=p["master_port"],
         resume=c["resume"],
@@ -253,6 +282,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
         overwrite=p["overwrite"],
         sync_data=p["sync_data"],
     )
+    report["errors"][:0] = errors
     # Node health is part of the same report: a failing check names node, check, value and threshold next to
     # the other problems (an unreachable node is already named above).
     health = None
@@ -262,30 +292,49 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
         )
         report["errors"] += health["errors"]
         report["notes"] += [f"health: {text}" for text in health["warnings"]]
-    if report["errors"]:
+    slow = slow_fabric(reports, hosts, p["hsdp_rdma_below_gbps"])
+    decision: dict[str, Any] | None = None
+    memory_notes: list[str] = []
+    if resolved is not None:
+        try:
+            decision = hsdp_decision(c["trainer_src"], resolved["recipe"], bool(slow))
+            if gpus.follows_gpus(str(launch["device"]), reports, hosts):
+                found = memory_check(
+                    c["trainer_src"],
+                    resolved["recipe"],
+                    (reports.get(hosts[0]) or {}).get("model_config") or None,
+                    decision["hybrid"],
+                    gpus.memory_mib(reports, hosts),
+                    p["memory_check"],
+                )
+                report["errors"] += found["errors"]
+                memory_notes = found["notes"]
+        except RecipeResolveError as exc:
+            report["errors"].append(str(exc))
+    if report["errors"] or resolved is None or decision is None:
         return {"errors": report["errors"]}
     if report["sync"]:  # inputs are copied first, then the preflight and this phase run again
         return {"errors": [], "plan": {"notes": report["notes"], "sync": report["sync"]}}
-    report["notes"][:0] = [c["order_note"]] if c.get("order_note") else []
+    report["notes"][:0] = [
+        *([c["order_note"]] if c.get("order_note") else []),
+        *gpu_notes,
+        *resolved["fit"]["notes"],
+    ]
+    text = recipe_text(resolved["recipe"], c["recipe"], resolved["overrides"])
+    digest = tl.recipe_digest(text)
     master = hosts[0]
     master_addr = str(
         (reports.get(master) or {}).get("address") or (p["addresses"] or {}).get(master) or master
     )
     job, workdir = c["job"], c["workdir"]
-    launch = c["launch"]
     procs = int(launch["procs_per_node"])
-    slow = slow_fabric(reports, hosts, p["hsdp_rdma_below_gbps"])
-    try:
-        decision = hsdp_decision(c["trainer_src"], c["recipe_data"], bool(slow))
-    except RecipeResolveError as exc:
-        return {"errors": [str(exc)]}
     common = tl.launch_environment(decision["env"], job, p["extra_env"])
     common.update(
         MASTER_ADDR=master_addr,
         MASTER_PORT=str(p["master_port"]),
         RDMAOPS_TRAIN_WORKDIR=workdir,
         RDMAOPS_PYTHON=c["python"],
-        RDMAOPS_RECIPE_SHA256=c["recipe_sha256"],
+        RDMAOPS_RECIPE_SHA256=digest,
     )
     nodes: dict[str, Any] = {}
     for rank, host in enumerate(hosts):
@@ -299,7 +348,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             procs_per_node=procs,
             node_env=dict((reports.get(host) or {}).get("env") or {}),
             job_env={**common, "RDMAOPS_NODE": host, "RDMAOPS_NODE_RANK": str(rank)},
-            recipe_text=c["recipe_text"],
+            recipe_text=text,
             env_file=p["env_file"],
         )
         argv = tl.launcher_argv(
@@ -347,10 +396,12 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             "log_file",
             "events_file",
             "steps",
-            "recipe_sha256",
         )
     }
     record.update(
+        recipe_sha256=digest,
+        # where the launch notes the run's start (metrics offset, time) for a later watch (tasks/watch.yml)
+        launch_file=f"{workdir}/{tl.LAUNCH_RECORD}",
         master_addr=master_addr,
         master_port=p["master_port"],
         order=hosts,
@@ -368,7 +419,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             f"{node['dir']}/{SUPERVISOR_FILE}": supervise,
             f"{workdir}/job.json": record_text,
         }
-    note = hsdp_note(c["recipe_data"], decision, len(hosts), slow)
+    note = hsdp_note(resolved["recipe"], decision, len(hosts), slow)
     # Each GPU's nearest NIC and whether NCCL's NICs are close (nodes without nvidia-smi: said once).
     gpu_nic = affinity.cluster(
         {h: (reports.get(h) or {}).get("gpu_topology") or {} for h in hosts},
@@ -377,7 +428,15 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
     )
     result: dict[str, Any] = {
         **record,
-        "notes": [*report["notes"], *affinity.notes(gpu_nic, hosts), *([note] if note else [])],
+        "notes": [
+            *report["notes"],
+            *affinity.notes(gpu_nic, hosts),
+            *([note] if note else []),
+            *memory_notes,
+        ],
+        "launch": launch,
+        "layout": resolved["layout"],
+        "recipe_text": text,
         "health": health["summary"] if health else None,
         "sync": [],
         "job_record": record,
@@ -405,7 +464,7 @@ def plan(p: Mapping[str, Any]) -> dict[str, Any]:
             addresses=slurm_addresses,
             environment={
                 **tl.launch_environment(decision["env"], job, p["extra_env"]),
-                "RDMAOPS_RECIPE_SHA256": c["recipe_sha256"],
+                "RDMAOPS_RECIPE_SHA256": digest,
             },
             recipe_file=result["recipe_file"],
         )

@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The verify role's phases on the controller, each one pure function of its inputs: {errors, plan}.
+"""The verify role's check, gate, plan and summary phases: their inputs in, ``{errors, plan}`` out, on the
+controller.
 
 - check (tasks/validate.yml): the role's settings, before any node changes;
 - gate (tasks/gate.yml): one node's RDMA ports judged;
@@ -19,6 +20,7 @@ from typing import Any
 
 from ansible_collections.rdmaops.cluster.plugins.module_utils.nccl import affinity
 from ansible_collections.rdmaops.cluster.plugins.module_utils.node.health import gate as health_gate
+from ansible_collections.rdmaops.cluster.plugins.module_utils.node.values import whole
 from ansible_collections.rdmaops.cluster.plugins.module_utils.phase_module import required_raw
 from ansible_collections.rdmaops.cluster.plugins.module_utils.qos import verify as verify_qos
 from ansible_collections.rdmaops.cluster.plugins.module_utils.verify import parse, plan
@@ -27,7 +29,7 @@ from ansible_collections.rdmaops.cluster.plugins.module_utils.verify.thresholds 
 MODES = ("auto", "rdma", "tcp")
 POSITIVE = re.compile(r"^[1-9][0-9]*$")
 
-CHECK_SPEC: dict[str, Any] = {
+VERIFY_CHECK_SPEC: dict[str, Any] = {
     **required_raw("mode", "pattern", "directions"),
     "integers": {"type": "dict", "required": True},
     "thresholds": {"type": "dict", "required": True},
@@ -37,7 +39,7 @@ CHECK_SPEC: dict[str, Any] = {
     **health_gate.MODE_SPEC,
 }
 
-GATE_SPEC: dict[str, Any] = {
+VERIFY_GATE_SPEC: dict[str, Any] = {
     "host": {"type": "str", "required": True},
     "port_info": {"type": "dict", "required": True},
     "rdma_required": {"type": "raw", "default": True},
@@ -45,7 +47,7 @@ GATE_SPEC: dict[str, Any] = {
     "sysfs_root": {"type": "str", "default": "/sys"},
 }
 
-PLAN_SPEC: dict[str, Any] = {
+VERIFY_PLAN_SPEC: dict[str, Any] = {
     "host": {"type": "str", "required": True},
     "hosts": {"type": "list", "elements": "str", "required": True},
     "plans": {"type": "dict", "required": True},
@@ -56,7 +58,7 @@ PLAN_SPEC: dict[str, Any] = {
     "env_file": {"type": "str", "default": ""},
 }
 
-SUMMARY_SPEC: dict[str, Any] = {
+VERIFY_SUMMARY_SPEC: dict[str, Any] = {
     "master": {"type": "str", "required": True},
     "runs": {"type": "dict"},
     "qos_roce": {"type": "dict"},
@@ -80,7 +82,7 @@ def check(params: Mapping[str, Any]) -> dict[str, Any]:
     bad = {
         name: value
         for name, value in params["integers"].items()
-        if isinstance(value, bool) or not POSITIVE.match(str(value))
+        if whole(value) is None or not POSITIVE.match(str(value))
     }
     if bad:
         errors.append("must be positive integers: " + ", ".join(f"{k}={v}" for k, v in bad.items()))
