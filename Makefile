@@ -129,11 +129,12 @@ build-check: venv
 # destroy it. --destroy=never also skips the sequence's own destroys, hence the explicit ones.
 # The log's failing lines are printed again last, after a brief form of the diagnosis (a task that hung
 # shows its node's processes there): a CI log is often read from its tail only.
-# One scenario: make molecule MOL_SCENARIO=ring4 (its lab instance molring, inventory inventories/molring).
+# One scenario: make molecule MOL_SCENARIO=ring4 (its lab instance molring, inventory inventories/molring;
+# fabric: molfab).
 MOL_SCENARIO ?= default
 mol_log = /tmp/rdmaops-molecule-$(1).log
 MOL_LOG ?= $(call mol_log,$(MOL_SCENARIO))
-MOL_LAB = $(if $(filter ring4,$(MOL_SCENARIO)),molring,mol)
+MOL_LAB = $(if $(filter ring4,$(MOL_SCENARIO)),molring,$(if $(filter fabric,$(MOL_SCENARIO)),molfab,mol))
 define MOL_FAILED
 mol_failed() {
   DIAG_BRIEF_FILE=$(MOL_LOG).diagnose bash tests/lab/diagnose.sh $(MOL_LAB) inventories/$(MOL_LAB) || true
@@ -174,7 +175,7 @@ plugin-test: deps
 	$(MAKE) -C tests/plugin
 
 # Beside the checks that need no lab (CPU-bound, none of them timed): the ring scenario on its own lab
-# (molring), then the default lab built and converged. Both sides are CPU-bound and end about together (each
+# (molring), the fabric scenario on its own (molfab, 3 nodes x 2 NICs), then the default lab built and converged. Both sides are CPU-bound and end about together (each
 # side's time is printed). On a fresh machine much of the lab side waits on downloads (base image, wheelhouse,
 # packages). Then the default scenario's verify alone: its cases are timed. docs/lab.md, "How make test runs",
 # has the times.
@@ -185,6 +186,7 @@ test: deps venv
 	(
 	  rc=0
 	  $(MAKE) --no-print-directory molecule MOL_SCENARIO=ring4 || rc=1
+	  $(MAKE) --no-print-directory molecule MOL_SCENARIO=fabric || rc=$$((rc + 4))
 	  $(MAKE) --no-print-directory molecule-up MOL_SCENARIO=default || rc=$$((rc + 2))
 	  echo "===== the lab side took $$(( $$(date +%s) - start )) s"
 	  exit $$rc
@@ -193,17 +195,17 @@ test: deps venv
 	rc=0; $(MAKE) --no-print-directory lint unit plugin-test sanity build-check 2>&1 | tee $(CHECKS_OUT) || rc=$$?
 	echo "===== the checks took $$(( $$(date +%s) - start )) s"
 	lab_rc=0; wait $$lab || lab_rc=$$?
-	echo "===== beside the checks above: the ring scenario and the default lab up to converge (rc=$$lab_rc: +1 the ring failed, +2 the default lab; full output $(LAB_OUT)):"
+	echo "===== beside the checks above: the ring and fabric scenarios and the default lab up to converge (rc=$$lab_rc: +1 the ring failed, +4 the fabric, +2 the default lab; full output $(LAB_OUT)):"
 	sed 's/\x1b\[[0-9;]*m//g' $(LAB_OUT) | grep -E 'PASS|FAIL|fatal:|failed=[1-9]|ERROR|Traceback|➜|=====' | tail -n 80 || true
 	if [ $$rc -ne 0 ] || [ $$lab_rc -ne 0 ]; then
 	  $(BIN)/molecule destroy -s default > /dev/null 2>&1 || true
 	  # what failed, last (a CI log is often read from its tail only)
-	  cat $(call mol_log,ring4).failed $(call mol_log,default).failed 2>/dev/null || true
+	  cat $(call mol_log,ring4).failed $(call mol_log,fabric).failed $(call mol_log,default).failed 2>/dev/null || true
 	  if [ $$rc -ne 0 ]; then
 	    echo "===== the checks' failing lines (full output $(CHECKS_OUT)):"
 	    sed 's/\x1b\[[0-9;]*m//g' $(CHECKS_OUT) | grep -E 'FAILED|ERROR|Error [0-9]|error:|[1-9][0-9]* failed' | tail -n 30 || true
 	  fi
-	  echo "===== make test failed: the checks rc=$$rc (lint unit plugin-test sanity build-check), the lab side rc=$$lab_rc (ring, default lab)"
+	  echo "===== make test failed: the checks rc=$$rc (lint unit plugin-test sanity build-check), the lab side rc=$$lab_rc (ring, fabric, default lab)"
 	  exit 1
 	fi
 	$(MAKE) --no-print-directory molecule-verify MOL_SCENARIO=default

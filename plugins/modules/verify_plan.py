@@ -12,9 +12,10 @@ version_added: "0.1.0"
 description:
   - The plan phase of the rdmaops.cluster.verify role (an action plugin) - the links to measure from every
     node's C(mesh_network_plan) (every cable in a mesh, several for a pair joined by several cables; the
-    fabric ports when switched), in rounds where no node is in two pairs, this node's part (client, server
-    or idle) in each round, and the environment of the all-reduce (the sockets on O(socket_ifname), then
-    the NCCL env file's variables).
+    fabric ports when switched, one per rail with several), in rounds where no node is in two pairs (a
+    switched pair's rails in the same round), this node's parts (client or server, per rail) in each round,
+    and the environment of the all-reduce (the sockets on O(socket_ifname), then the NCCL env file's
+    variables).
 author:
   - Rdmaops Developers (@rdmaops)
 options:
@@ -51,6 +52,17 @@ options:
     description: Text of the NCCL environment file (nccl_env role), empty when there is none.
     type: str
     default: ""
+  port:
+    description: The bandwidth servers' port (latency one above); the rails of a pair measured at once
+      take the ports two apart.
+    type: int
+    default: 5201
+  rdma_ports:
+    description: This node's RDMA ports (C(rdma_port_info)'s C(rdma_ports)); each part measures through the
+      port whose netdev is its interface, else the first active one.
+    type: list
+    elements: dict
+    default: []
 extends_documentation_fragment:
   - rdmaops.cluster.phase
 """
@@ -74,8 +86,9 @@ errors:
   type: list
   elements: str
 plan:
-  description: C(links), C(rounds) (each a list of directed measurements), C(parts) (this node's role and
-    pair per round), C(collective_env).
+  description: C(links), C(rounds) (each a list of directed measurements), C(parts) (per round, this node's
+    parts - role, pair, ifname, port, latency_port, rdma - one per rail measured at once, none when it
+    rests), C(collective_env).
   returned: always
   type: dict
 """

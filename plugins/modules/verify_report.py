@@ -144,7 +144,8 @@ directory:
   type: str
   sample: reports/verify-20261122T071500Z
 paths:
-  description: Paths of the written files (C(json), C(markdown), C(heatmap), C(latest)); empty in check mode.
+  description: Paths of the written files (C(json), C(markdown), C(heatmap), C(heatmaps) - one per rail on a
+    fabric with several rails -, C(latest)); empty in check mode.
   returned: always
   type: dict
 markdown:

@@ -56,6 +56,8 @@ VERIFY_PLAN_SPEC: dict[str, Any] = {
     "max_concurrent": {"type": "raw", "default": 0},
     "socket_ifname": {"type": "str", "default": ""},
     "env_file": {"type": "str", "default": ""},
+    "port": {"type": "int", "default": 5201},
+    "rdma_ports": {"type": "list", "elements": "dict", "default": []},
 }
 
 VERIFY_SUMMARY_SPEC: dict[str, Any] = {
@@ -145,7 +147,10 @@ def plan_phase(params: Mapping[str, Any]) -> dict[str, Any]:
         "plan": {
             "links": links,
             "rounds": rounds,
-            "parts": [plan.parts_in_round(rnd, host) for rnd in rounds],
+            "parts": [
+                plan.parts_in_round(rnd, host, params.get("rdma_ports"), params.get("port") or 5201)
+                for rnd in rounds
+            ],
             "collective_env": env,
         },
     }

@@ -261,11 +261,38 @@ def schedule(
     return rounds
 
 
-def parts_in_round(round_: list[dict[str, Any]], host: str) -> list[dict[str, Any]]:
-    """This host's parts in a round: [{'role': 'client'|'server', 'pair': measurement}], one per rail of a
-    switched pair measured at once (mesh and one-port fabrics: at most one); empty when the host rests."""
-    return [
-        {"role": "client" if pair["client"] == host else "server", "pair": pair}
-        for pair in round_
-        if host in (pair["client"], pair["server"])
-    ]
+def rdma_port_for(rdma_ports: list[dict[str, Any]] | None, ifname: str) -> dict[str, Any]:
+    """The RDMA device/port whose netdev is ``ifname``, else the first active port, else {} (TCP)."""
+    ports = [p for p in rdma_ports or [] if isinstance(p, dict)]
+    own = [p for p in ports if p.get("netdev") == ifname]
+    active = [p for p in ports if p.get("active")]
+    return (own or active or [{}])[0]
+
+
+def parts_in_round(
+    round_: list[dict[str, Any]],
+    host: str,
+    rdma_ports: list[dict[str, Any]] | None = None,
+    base_port: int = 0,
+) -> list[dict[str, Any]]:
+    """This host's parts in a round, one per rail of a switched pair measured at once (mesh and one-port
+    fabrics: at most one); empty when the host rests. Each: role ('client' or 'server'), pair (the
+    measurement), ifname (this end's port), port and latency_port (the servers' ports, apart per rail), rdma
+    (the RDMA device/port behind ifname, {} without one)."""
+    parts = []
+    for pair in round_:
+        if host not in (pair["client"], pair["server"]):
+            continue
+        role = "client" if pair["client"] == host else "server"
+        port = int(base_port) + int(pair.get("port_offset") or 0)
+        parts.append(
+            {
+                "role": role,
+                "pair": pair,
+                "ifname": pair[f"{role}_ifname"],
+                "port": port,
+                "latency_port": port + 1,
+                "rdma": rdma_port_for(rdma_ports, pair[f"{role}_ifname"]),
+            }
+        )
+    return parts

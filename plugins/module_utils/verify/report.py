@@ -106,13 +106,54 @@ def build_report(
     }
 
 
-def matrix(report: dict[str, Any], key: str = "gbps") -> list[list[float | None]]:
-    """hosts x hosts matrix of `key`, row = sender (client), column = receiver (server)."""
+def rail_names(report: dict[str, Any]) -> list[str]:
+    """The rails the measurements ran on (a switched fabric with several NICs per node), in order; empty
+    when the links are not rails (one matrix covers them)."""
+    names: list[str] = []
+    for row in report["measurements"]:
+        if row.get("rail") and row["rail"] not in names:
+            names.append(row["rail"])
+    return names
+
+
+def matrix(report: dict[str, Any], key: str = "gbps", rail: str | None = None) -> list[list[float | None]]:
+    """hosts x hosts matrix of `key`, row = sender (client), column = receiver (server); with RAIL, that
+    rail's measurements only (every rail joins each pair once)."""
     names = report["hosts"]
     grid: list[list[float | None]] = [[None] * len(names) for _name in names]
     for row in report["measurements"]:
-        grid[names.index(row["client"])][names.index(row["server"])] = row.get(key)
+        if rail is None or row.get("rail") == rail:
+            grid[names.index(row["client"])][names.index(row["server"])] = row.get(key)
     return grid
+
+
+def rail_matrix_lines(report: dict[str, Any], rail: str) -> list[str]:
+    """One rail's bandwidth as a Markdown table: Gb/s per sender (row) and receiver (column), with the
+    NIC each node uses on the rail."""
+    names = report["hosts"]
+    nics = {}
+    for row in report["measurements"]:
+        if row.get("rail") == rail:
+            nics[row["client"]] = row.get("client_ifname", "")
+            nics[row["server"]] = row.get("server_ifname", "")
+    grid = matrix(report, "gbps", rail)
+    rows = [r for r in report["measurements"] if r.get("rail") == rail]
+    fails = {(r["client"], r["server"]) for r in rows if not r["passed"]}
+    head = [f"{n} ({nics.get(n, '?')})" for n in names]
+    lines = [
+        f"### {rail}",
+        "",
+        "| sender -> receiver | " + " | ".join(head) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for i, sender in enumerate(names):
+        cells = []
+        for j, receiver in enumerate(names):
+            value = grid[i][j]
+            cell = "-" if i == j else _fmt(value, ".2f")
+            cells.append(cell + (" FAIL" if (sender, receiver) in fails else ""))
+        lines.append(f"| {head[i]} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def _fmt(value: Any, spec: str, unit: str = "") -> str:
@@ -175,6 +216,11 @@ def markdown(report: dict[str, Any]) -> str:
             f"{_fmt(row.get('fraction_of_line_rate'), '.0%')} | {_fmt(row.get('latency_us'), '.1f')} | "
             f"{row.get('tool', '')} | {verdict} |"
         )
+    rails = rail_names(report)
+    if rails:
+        lines += ["", "## Bandwidth per rail (Gb/s, sender row, receiver column)", ""]
+        for rail in rails:
+            lines += rail_matrix_lines(report, rail)
     reach = report["reachability"]
     if reach:
         total = sum(len(v or []) for v in reach.values())
@@ -241,16 +287,19 @@ def load_matplotlib() -> tuple[ModuleType | None, str]:
     return matplotlib, ""
 
 
-def render_heatmap(report: dict[str, Any], path: str) -> None:
-    """PNG: the bandwidth matrix, coloured by fraction of line rate, each cell annotated."""
+def render_heatmap(report: dict[str, Any], path: str, rail: str | None = None) -> None:
+    """PNG: the bandwidth matrix (one rail's with RAIL), coloured by fraction of line rate, each cell
+    annotated."""
     matplotlib, error = load_matplotlib()
     if matplotlib is None:
         raise VerifyError(f"matplotlib is needed for the heatmap: {error.strip().splitlines()[-1]}")
     plt = matplotlib.pyplot
     names = report["hosts"]
-    gbps = matrix(report, "gbps")
-    fraction = matrix(report, "fraction_of_line_rate")
-    rows = {(r["client"], r["server"]): r for r in report["measurements"]}
+    gbps = matrix(report, "gbps", rail)
+    fraction = matrix(report, "fraction_of_line_rate", rail)
+    rows = {
+        (r["client"], r["server"]): r for r in report["measurements"] if rail is None or r.get("rail") == rail
+    }
     n = len(names)
     size = max(4.5, 1.3 * n + 2.5)
     fig, ax = plt.subplots(figsize=(size + 1.5, size))
@@ -310,7 +359,8 @@ def render_heatmap(report: dict[str, Any], path: str) -> None:
     else:
         basis = "line rate of each port"
     ax.set_title(
-        f"{meta.get('mode', '?')} bandwidth, {meta.get('topology', '?')}, sender -> receiver - {verdict}\n"
+        f"{meta.get('mode', '?')} bandwidth, {meta.get('topology', '?')}"
+        f"{', ' + rail if rail else ''}, sender -> receiver - {verdict}\n"
         f"{basis}; {meta.get('timestamp', '')}",
         fontsize=10,
     )
@@ -319,10 +369,11 @@ def render_heatmap(report: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
-def write_report(report: dict[str, Any], directory: str, latest_link: str | None = None) -> dict[str, str]:
-    """Write report.json, report.md and bandwidth.png into directory; point latest_link at it."""
+def write_report(report: dict[str, Any], directory: str, latest_link: str | None = None) -> dict[str, Any]:
+    """Write report.json, report.md and bandwidth.png (several rails: bandwidth-<rail>.png each, the first
+    as heatmap, all in heatmaps) into directory; point latest_link at it."""
     os.makedirs(directory, exist_ok=True)
-    paths = {
+    paths: dict[str, Any] = {
         "json": os.path.join(directory, "report.json"),
         "markdown": os.path.join(directory, "report.md"),
         "heatmap": os.path.join(directory, "bandwidth.png"),
@@ -332,7 +383,15 @@ def write_report(report: dict[str, Any], directory: str, latest_link: str | None
         handle.write("\n")
     with open(paths["markdown"], "w", encoding="utf-8") as handle:
         handle.write(markdown(report))
-    render_heatmap(report, paths["heatmap"])
+    rails = rail_names(report)
+    if rails:
+        heatmaps = [os.path.join(directory, f"bandwidth-{rail}.png") for rail in rails]
+        for rail, path in zip(rails, heatmaps, strict=True):
+            render_heatmap(report, path, rail)
+        paths["heatmap"] = heatmaps[0]
+    else:
+        heatmaps = [paths["heatmap"]]
+        render_heatmap(report, paths["heatmap"])
     if latest_link:
         # Replace the link atomically: a reader never sees it missing.
         tmp = f"{latest_link}.tmp{os.getpid()}"
@@ -340,4 +399,4 @@ def write_report(report: dict[str, Any], directory: str, latest_link: str | None
         os.symlink(target, tmp)
         os.replace(tmp, latest_link)
         paths["latest"] = latest_link
-    return paths
+    return {**paths, "heatmaps": heatmaps}

@@ -147,10 +147,19 @@ def test_switched_rails_are_measured_at_once_each_nic_against_its_rail() -> None
         ("node1:data1 -> node2:data1", "rail1", 2),
     ]
     assert [m["label"] for m in rounds[k + 1]] == ["node2:data0 -> node1:data0", "node2:data1 -> node1:data1"]
-    parts = vp.parts_in_round(rounds[k], "node1")
-    assert [(p["role"], p["pair"]["client_ifname"]) for p in parts] == [
-        ("client", "data0"),
-        ("client", "data1"),
+    rdma = [
+        {"device": "mlx5_1", "port": 1, "netdev": "data1", "active": True},
+        {"device": "mlx5_0", "port": 1, "netdev": "data0", "active": True},
+    ]
+    parts = vp.parts_in_round(rounds[k], "node1", rdma, 5201)
+    assert [(p["role"], p["ifname"], p["port"], p["latency_port"], p["rdma"]["device"]) for p in parts] == [
+        ("client", "data0", 5201, 5202, "mlx5_0"),
+        ("client", "data1", 5203, 5204, "mlx5_1"),
+    ]
+    server = vp.parts_in_round(rounds[k], "node2", [], 5201)
+    assert [(p["role"], p["ifname"], p["port"], p["rdma"]) for p in server] == [
+        ("server", "data0", 5201, {}),
+        ("server", "data1", 5203, {}),
     ]
     assert vp.parts_in_round(rounds[k], "node3") == []
     # every directed NIC pair once; no NIC in two measurements of a round
@@ -184,3 +193,15 @@ def test_a_pair_with_different_rail_counts_is_named() -> None:
 def test_bad_plan_input_names_the_value(call: Any, message: str) -> None:
     with pytest.raises(vp.VerifyError, match=message):
         call()
+
+
+def test_rdma_port_for_takes_the_ports_own_device_else_the_first_active() -> None:
+    ports = [
+        {"device": "mlx5_0", "port": 1, "netdev": "ens1", "active": False},
+        {"device": "mlx5_1", "port": 1, "netdev": "ens2", "active": True},
+    ]
+    assert vp.rdma_port_for(ports, "ens1")["device"] == "mlx5_0"
+    # a port without an RDMA device of its own (TCP over a veth): the first active one
+    assert vp.rdma_port_for(ports, "data0")["device"] == "mlx5_1"
+    assert vp.rdma_port_for([], "data0") == {}
+    assert vp.rdma_port_for(None, "data0") == {}

@@ -143,3 +143,47 @@ def test_write_report_files_and_latest_link(tmp_path: Path) -> None:
     assert Path(first["markdown"]).read_text().startswith("# Fabric verification 20261122T070000Z")
     png = Path(second["heatmap"]).read_bytes()
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+
+
+def rails_report() -> dict[str, Any]:
+    """3 nodes x 2 NICs on rails: every pair measured on each rail (rail1 slow from node1 to node2)."""
+    hosts = ["node1", "node2", "node3"]
+    rows = []
+    for k in (0, 1):
+        for a, b in itertools.permutations(hosts, 2):
+            row = measurement(a, b, 2.0 if (k, a, b) == (1, "node1", "node2") else 9.0 + k)
+            row.update(
+                rail=f"rail{k}",
+                client_ifname=f"data{k}",
+                server_ifname=f"data{k}",
+                label=f"{a}:data{k} -> {b}:data{k}",
+            )
+            rows.append(row)
+    return vr.build_report(
+        hosts, rows, thresholds(0.5, None, None, None), meta={"topology": "switched", "mode": "tcp"}
+    )
+
+
+def test_rails_have_one_matrix_each_and_the_slow_nic_is_named() -> None:
+    report = rails_report()
+    assert vr.rail_names(report) == ["rail0", "rail1"]
+    # each rail's cell holds its own NIC's figure (not the last rail's)
+    assert vr.matrix(report, "gbps", "rail0")[0][1] == 9.0
+    assert vr.matrix(report, "gbps", "rail1")[0][1] == 2.0
+    assert report["failures"] == ["node1:data1 -> node2:data1 2.00 Gb/s < 0.5 x 10 Gb/s (= 5.00 Gb/s)"]
+    text = vr.markdown(report)
+    assert "## Bandwidth per rail (Gb/s, sender row, receiver column)" in text
+    assert "### rail0" in text and "### rail1" in text
+    assert "| node1 (data1) | - | 2.00 FAIL | 10.00 |" in text
+    assert "| node1 (data0) | - | 9.00 | 9.00 |" in text
+    # a fabric without rails keeps its one table
+    assert "## Bandwidth per rail" not in vr.markdown(sample_report())
+
+
+def test_write_report_draws_one_heatmap_per_rail(tmp_path: Path) -> None:
+    paths = vr.write_report(rails_report(), str(tmp_path / "verify-rails"))
+    assert [Path(p).name for p in paths["heatmaps"]] == ["bandwidth-rail0.png", "bandwidth-rail1.png"]
+    assert paths["heatmap"] == paths["heatmaps"][0]
+    for path in paths["heatmaps"]:
+        assert Path(path).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert not (tmp_path / "verify-rails" / "bandwidth.png").exists()

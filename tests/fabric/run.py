@@ -1,0 +1,234 @@
+"""Several NICs per node behind switches: lab cases of mesh_network and verify.yml on a converged switched lab
+with two or more ports per node (molecule scenario `fabric`: 3 nodes x 2 NICs on one bridge, the shared
+subnet, where ARP flux and wrong-NIC egress happen without mesh_network's fix).
+
+    .venv/bin/python tests/fabric/run.py --inventory inventories/molfab [--only NAME ...]
+
+Cases:
+- rails_verify: verify.yml measures every NIC against the same-rail NIC of every peer, a node's rails at
+  once in each round; each measurement's bytes left by its own NIC (the port's transmit counter); the report
+  has one bandwidth matrix per rail and the reachability table one per rail, every ARP answered by its NIC.
+- flux: the fix taken away on the first node by hand (arp_ignore/arp_announce 0, the second NIC's source rule
+  deleted): the lab shows ARP flux (two MACs answer for one address) and the second NIC's traffic leaving by
+  the first; the reachability report names the NIC, the check and the MACs; mesh_network repairs both (its
+  sysctls, netplan_apply's drift), after which one MAC answers, the traffic leaves by its NIC and every check
+  passes.
+Prints one line per check, the time of each case, and "N passed, M failed"; exit status 1 if any failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from labkit import ROOT, check, env, run_bounded, run_cases, tool
+
+MAC = re.compile(r"\[([0-9a-f]{2}(?::[0-9a-f]{2}){5})\]", re.IGNORECASE)
+FAST_VERIFY = ["-e", "verify_allreduce=false", "-e", "verify_qos=false", "-e", "verify_duration=2"]
+
+
+class Lab:
+    def __init__(self, inventory: Path) -> None:
+        self.inventory = inventory
+        doc = yaml.safe_load((inventory / "hosts.yml").read_text())
+        group = next(iter(doc["all"]["children"]))
+        hosts = doc["all"]["children"][group]["hosts"]
+        self.hosts = list(hosts)
+        self.addr = {h: v["ansible_host"] for h, v in hosts.items()}
+        self.ports = {h: list(v["mesh_network_fabric_ports"]) for h, v in hosts.items()}
+        self.key = doc["all"]["children"][group]["vars"]["ansible_ssh_private_key_file"]
+
+    def ssh(self, host: str, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        argv = ["ssh", "-i", self.key, "-o", "UserKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=no"]
+        argv += ["-o", "LogLevel=ERROR", "-o", "ConnectTimeout=5", f"root@{self.addr[host]}", command]
+        return subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
+
+    def play(
+        self, playbook: str, *extra: str, timeout: float = 600, json_out: bool = False
+    ) -> tuple[int, str]:
+        argv = [tool("ansible-playbook"), "-i", str(self.inventory), str(ROOT / playbook), *extra]
+        play_env = env()
+        if json_out:
+            play_env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+        rc, out, err = run_bounded(argv, timeout, cwd=ROOT, env=play_env)
+        return rc, out + err
+
+    def address(self, host: str, ifname: str) -> str:
+        links = json.loads(self.ssh(host, f"ip -j -4 addr show dev {ifname}").stdout or "[]")
+        return next(info["local"] for link in links for info in link.get("addr_info", []))
+
+    def macs_answering(self, host: str, ifname: str, address: str) -> list[str]:
+        """The MACs that answer an ARP request for ADDRESS sent from HOST's IFNAME (arping, 3 requests)."""
+        out = self.ssh(host, f"arping -b -c 3 -w 4 -I {ifname} {address}").stdout
+        return sorted({m.lower() for m in MAC.findall(out)})
+
+    def egress(self, host: str, dst: str, src: str) -> str:
+        """The port the kernel sends HOST's traffic from SRC to DST by."""
+        route = json.loads(self.ssh(host, f"ip -j route get {dst} from {src}").stdout or "[{}]")
+        return str(route[0].get("dev"))
+
+    def mac(self, host: str, ifname: str) -> str:
+        return self.ssh(host, f"cat /sys/class/net/{ifname}/address").stdout.strip().lower()
+
+
+def tail(out: str) -> str:
+    lines = out.splitlines()
+    starts = [i for i, line in enumerate(lines) if "fatal" in line or "FAILED" in line]
+    if not starts:
+        return " | ".join(lines[-20:])[-1500:]
+    return " | ".join(line.strip() for line in lines[starts[-1] : starts[-1] + 30])[:2500]
+
+
+def reachability(lab: Lab) -> tuple[int, list[str]]:
+    """playbooks/lab_report.yml (mesh_network's checks, recorded, not failed): (rc, the table's lines)."""
+    rc, out = lab.play("playbooks/lab_report.yml", timeout=300, json_out=True)
+    table: list[str] = []
+    for play in json.loads(out[: out.rfind("}") + 1] or "{}").get("plays", []):
+        for task in play["tasks"]:
+            for result in task["hosts"].values():
+                msg = result.get("msg")
+                if isinstance(msg, list) and any("node pairs OK" in str(line) for line in msg):
+                    table = [str(line) for line in msg]
+    return rc, table
+
+
+def case_rails_verify(lab: Lab) -> None:
+    rails = len(lab.ports[lab.hosts[0]])
+    n = len(lab.hosts)
+    start = time.monotonic()
+    rc, out = lab.play("verify.yml", *FAST_VERIFY, timeout=900)
+    took = time.monotonic() - start
+    if not check(
+        f"verify.yml passes on {n} nodes x {rails} NICs ({took:.0f} s)", rc == 0, tail(out) if rc else ""
+    ):
+        return
+    report = json.loads((ROOT / "reports" / "latest" / "report.json").read_text())
+    rows = report["measurements"]
+    want = n * (n - 1) * rails
+    check(
+        f"every NIC measured against the same-rail NIC of every peer, both ways ({len(rows)} of {want})",
+        len(rows) == want
+        and all(
+            r["client_ifname"] == r["server_ifname"] == lab.ports[r["client"]][int(r["rail"][4:])]
+            for r in rows
+        ),
+        json.dumps([(r["label"], r.get("rail")) for r in rows]),
+    )
+    pairs = report["meta"]["round_pairs"]
+    check(
+        f"a node pair's {rails} rails are measured at once: {len(pairs)} rounds of {rails} measurements",
+        len(pairs) == n * (n - 1) and all(len(p) == rails for p in pairs),
+        json.dumps(pairs),
+    )
+    # Each measurement's bytes left by its own NIC: the client port's transmit counter grew by at least the
+    # bytes iperf3 sent (a NIC whose traffic left by another would show almost nothing).
+    own = [
+        r
+        for r in rows
+        if r.get("port_tx_bytes") and r.get("bytes_sent") and r["port_tx_bytes"] >= r["bytes_sent"]
+    ]
+    check(
+        f"each NIC's bytes left by that NIC ({len(own)}/{len(rows)} transmit counters >= bytes sent)",
+        len(own) == len(rows),
+        json.dumps([(r["label"], r.get("bytes_sent"), r.get("port_tx_bytes")) for r in rows]),
+    )
+    text = (ROOT / "reports" / "latest" / "report.md").read_text()
+    check(
+        "the report has one bandwidth matrix per rail",
+        all(f"### rail{k}" in text for k in range(rails)) and "## Bandwidth per rail" in text,
+        text[-2000:],
+    )
+    lines = [line for line in out.splitlines() if "node pairs OK" in line or "ARP" in line]
+    check(
+        "the reachability table has one matrix per rail, every pair OK, every ARP answered by its own NIC",
+        all(f"{n * (n - 1)}/{n * (n - 1)} node pairs OK on rail{k}" in out for k in range(rails))
+        and not any("ARP" in line for line in lines),
+        "\n".join(lines),
+    )
+
+
+def case_flux(lab: Lab) -> None:
+    a, b = lab.hosts[0], lab.hosts[1]
+    nic0, nic1 = lab.ports[a][0], lab.ports[a][1]
+    a1, b1 = lab.address(a, nic1), lab.address(b, lab.ports[b][1])
+    macs = {lab.mac(a, nic0): f"{a} {nic0}", lab.mac(a, nic1): f"{a} {nic1}"}
+    sysctls = " ".join(
+        f"net.ipv4.conf.{p}.{k}=0" for p in (nic0, nic1) for k in ("arp_ignore", "arp_announce")
+    )
+    broke = lab.ssh(a, f"sysctl -qw {sysctls} && ip rule del from {a1} && ip -j rule")
+    check(
+        f"{a}: the fix taken away by hand (ARP sysctls 0, {nic1}'s source rule gone)",
+        broke.returncode == 0,
+        broke.stderr,
+    )
+    answered = lab.macs_answering(b, lab.ports[b][0], a1)
+    check(
+        f"without the fix, ARP flux: {len(answered)} MACs answer for {a} {nic1}'s {a1}",
+        len(answered) == 2 and set(answered) == set(macs),
+        f"{answered} ({macs})",
+    )
+    dev = lab.egress(a, b1, a1)
+    check(f"without the fix, {a}'s traffic from {nic1}'s {a1} leaves by {dev}, not {nic1}", dev == nic0, dev)
+    rc, table = reachability(lab)
+    text = "\n".join(table)
+    check(
+        f"the reachability report names {a} {nic1}, ARP flux with both MACs, and the wrong egress",
+        f"{a} {nic1} {a1} (rail1) ARP flux" in text
+        and all(mac in text for mac in macs)
+        and f"{a} {nic1} (rail1) egress: traffic from {a1}" in text
+        and f"leaves by {nic0}, not {nic1}" in text,
+        text,
+    )
+    rc, out = lab.play(
+        "playbooks/mesh_network.yml",
+        "-e",
+        "mesh_network_lldp=false",
+        "-e",
+        "mesh_network_install_packages=false",
+    )
+    recap = re.search(rf"^{a}\s*:.*changed=(\d+)", out, re.MULTILINE)
+    check(
+        f"mesh_network repairs {a} (rc {rc}, changed={recap.group(1) if recap else '?'})",
+        rc == 0 and recap is not None and int(recap.group(1)) > 0,
+        tail(out) if rc else "",
+    )
+    answered = lab.macs_answering(b, lab.ports[b][0], a1)
+    check(
+        f"with the fix, only {a} {nic1}'s MAC answers for {a1}", answered == [lab.mac(a, nic1)], str(answered)
+    )
+    dev = lab.egress(a, b1, a1)
+    check(f"with the fix, the traffic from {a1} leaves by {nic1}", dev == nic1, dev)
+    rc, table = reachability(lab)
+    text = "\n".join(table)
+    check(
+        "every check of the reachability report passes again",
+        "FAIL" not in text and "ARP" not in text and "egress" not in text and "node pairs OK" in text,
+        text,
+    )
+
+
+CASES: dict[str, Callable[[Lab], None]] = {
+    "rails_verify": case_rails_verify,
+    "flux": case_flux,
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    ap.add_argument("--inventory", required=True, type=Path)
+    ap.add_argument("--only", nargs="*", choices=list(CASES))
+    args = ap.parse_args()
+    return run_cases(CASES, Lab(args.inventory.resolve()), args.only)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
