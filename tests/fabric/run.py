@@ -72,8 +72,9 @@ class Lab:
         return sorted({m.lower() for m in MAC.findall(out)})
 
     def egress(self, host: str, dst: str, src: str) -> str:
-        """The port the kernel sends HOST's traffic from SRC to DST by."""
-        route = json.loads(self.ssh(host, f"ip -j route get {dst} from {src}").stdout or "[{}]")
+        """The port the kernel sends HOST's traffic from SRC (empty: any source) to DST by."""
+        source = f" from {src}" if src else ""
+        route = json.loads(self.ssh(host, f"ip -j route get {dst}{source}").stdout or "[{}]")
         return str(route[0].get("dev"))
 
     def mac(self, host: str, ifname: str) -> str:
@@ -158,34 +159,43 @@ def case_rails_verify(lab: Lab) -> None:
 
 def case_flux(lab: Lab) -> None:
     a, b = lab.hosts[0], lab.hosts[1]
-    nic0, nic1 = lab.ports[a][0], lab.ports[a][1]
-    a1, b1 = lab.address(a, nic1), lab.address(b, lab.ports[b][1])
-    macs = {lab.mac(a, nic0): f"{a} {nic0}", lab.mac(a, nic1): f"{a} {nic1}"}
-    sysctls = " ".join(
-        f"net.ipv4.conf.{p}.{k}=0" for p in (nic0, nic1) for k in ("arp_ignore", "arp_announce")
-    )
-    broke = lab.ssh(a, f"sysctl -qw {sysctls} && ip rule del from {a1} && ip -j rule")
+    nics = lab.ports[a][:2]
+    own = {nic: lab.address(a, nic) for nic in nics}
+    peer = {nic: lab.address(b, lab.ports[b][k]) for k, nic in enumerate(nics)}
+    macs = {lab.mac(a, nic): f"{a} {nic}" for nic in nics}
+    sysctls = " ".join(f"net.ipv4.conf.{p}.{k}=0" for p in nics for k in ("arp_ignore", "arp_announce"))
+    rules = " && ".join(f"ip rule del from {addr}" for addr in own.values())
+    broke = lab.ssh(a, f"sysctl -qw {sysctls} && {rules} && ip rule")
     check(
-        f"{a}: the fix taken away by hand (ARP sysctls 0, {nic1}'s source rule gone)",
-        broke.returncode == 0,
-        broke.stderr,
+        f"{a}: the fix taken away by hand (ARP sysctls 0, the NICs' source rules gone)",
+        broke.returncode == 0 and not any(f"from {addr} " in broke.stdout for addr in own.values()),
+        broke.stdout + broke.stderr,
     )
-    answered = lab.macs_answering(b, lab.ports[b][0], a1)
+    # Without source rules every packet to the shared subnet takes the main table's first route for it (the
+    # NIC whose address networkd configured first): the other NIC's traffic leaves by that one.
+    first = lab.egress(a, peer[nics[0]], "")
+    victim = next((nic for nic in nics if nic != first), nics[1])
+    rail = f"rail{nics.index(victim)}"
+    answered = lab.macs_answering(b, lab.ports[b][0], own[victim])
     check(
-        f"without the fix, ARP flux: {len(answered)} MACs answer for {a} {nic1}'s {a1}",
+        f"without the fix, ARP flux: {len(answered)} MACs answer for {a} {victim}'s {own[victim]}",
         len(answered) == 2 and set(answered) == set(macs),
         f"{answered} ({macs})",
     )
-    dev = lab.egress(a, b1, a1)
-    check(f"without the fix, {a}'s traffic from {nic1}'s {a1} leaves by {dev}, not {nic1}", dev == nic0, dev)
+    dev = lab.egress(a, peer[victim], own[victim])
+    check(
+        f"without the fix, {a}'s traffic from {victim}'s {own[victim]} leaves by {dev} (main's: {first})",
+        dev == first != victim,
+        dev,
+    )
     rc, table = reachability(lab)
     text = "\n".join(table)
     check(
-        f"the reachability report names {a} {nic1}, ARP flux with both MACs, and the wrong egress",
-        f"{a} {nic1} {a1} (rail1) ARP flux" in text
+        f"the reachability report names {a} {victim}, ARP flux with both MACs, and the wrong egress",
+        f"{a} {victim} {own[victim]} ({rail}) ARP flux" in text
         and all(mac in text for mac in macs)
-        and f"{a} {nic1} (rail1) egress: traffic from {a1}" in text
-        and f"leaves by {nic0}, not {nic1}" in text,
+        and f"{a} {victim} ({rail}) egress: traffic from {own[victim]}" in text
+        and f"leaves by {first}, not {victim}" in text,
         text,
     )
     rc, out = lab.play(
@@ -201,12 +211,15 @@ def case_flux(lab: Lab) -> None:
         rc == 0 and recap is not None and int(recap.group(1)) > 0,
         tail(out) if rc else "",
     )
-    answered = lab.macs_answering(b, lab.ports[b][0], a1)
-    check(
-        f"with the fix, only {a} {nic1}'s MAC answers for {a1}", answered == [lab.mac(a, nic1)], str(answered)
-    )
-    dev = lab.egress(a, b1, a1)
-    check(f"with the fix, the traffic from {a1} leaves by {nic1}", dev == nic1, dev)
+    for nic in nics:
+        answered = lab.macs_answering(b, lab.ports[b][0], own[nic])
+        check(
+            f"with the fix, only {a} {nic}'s MAC answers for {own[nic]}",
+            answered == [lab.mac(a, nic)],
+            str(answered),
+        )
+        dev = lab.egress(a, peer[nic], own[nic])
+        check(f"with the fix, the traffic from {own[nic]} leaves by {nic}", dev == nic, dev)
     rc, table = reachability(lab)
     text = "\n".join(table)
     check(
