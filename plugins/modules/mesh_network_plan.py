@@ -108,6 +108,19 @@ options:
         settings in effect on it - C(ports), C(fabric_ports), C(fabric_port).
     type: dict
     required: true
+  play_hosts:
+    description:
+      - Every host of the play, those that were unreachable or failed earlier too (C(ansible_play_hosts_all)).
+        A host of O(hosts) in this list without an entry in O(nodes) could not be reached - refused, naming
+        it, unless O(allow_unreachable).
+    type: list
+    elements: str
+    default: []
+  allow_unreachable:
+    description: Plan without the hosts that could not be reached (their ends of the cables keep what they
+      have).
+    type: bool
+    default: false
 extends_documentation_fragment:
   - rdmaops.cluster.phase
   - rdmaops.cluster.mesh_network
@@ -157,7 +170,8 @@ plan:
       cables with its own port as the inventory gives it, the node addresses routed over each, its hops and
       paths, whether others' traffic crosses it), C(shared) (what every node's check takes whole - C(hosts),
       C(peers) (the address each node is reached at), C(fabric) (switched - C(scheme), C(leaf_routes) and
-      C(rails), every node's address on every rail), C(layout), C(renumbering)) and C(cabling).
+      C(rails), every node's address on every rail), C(layout), C(renumbering)), C(cabling) and
+      C(unreachable) (the hosts planned without, with O(allow_unreachable)).
     - C(cabling) (mesh) holds C(shape) (full_mesh, ring, chain or partial), C(order) (the nodes along the
       ring or chain, for rank order), C(link_prefix), C(max_cables) (cables of the most cabled pair),
       C(cables), C(transit), C(non_neighbours), C(max_hops) and C(device_index_problems) (pairs NCCL's

@@ -11,7 +11,8 @@ Cases: the LLDP map that discover.yml writes; a swapped pair of ports named befo
 rollback that gives the management port back; reorder, removal of a middle node, append (two nodes
 with --nodes 5 on a 5-node instance); renumbering only with mesh_network_renumber=true; a cable taken
 down: exactly the node pairs routed over it fail, verify.yml's report names the cable, and every path
-returns once it is up (any cabling: ring, chain, rails).
+returns once it is up (any cabling: ring, chain, rails); site.yml with a node unreachable refused before any
+node changes, naming it; a management CIDR without the nodes' addresses refused, naming them.
 Prints one line per check, the time of each case, and "N passed, M failed"; exit status 1 if any failed.
 """
 
@@ -351,6 +352,40 @@ def case_management_path(lab: Lab) -> None:
         lab.ssh(host, f"ip route del default dev {first}; ip addr del {mgmt_net}.211/24 dev {second}")
 
 
+def case_unreachable(lab: Lab) -> None:
+    """site.yml with the last node's address wrong (a typo after an edit) and a new MTU: refused before any
+    node changes, naming the node, instead of moving the others' ends of its cables alone."""
+    host = lab.hosts[-1]
+    mgmt_net = lab.addr[host].rsplit(".", 1)[0]
+    wrong = f"{mgmt_net}.249"
+    inventory = lab.inventory_copy("unreachable", **{host: {"ansible_host": wrong}})
+    before = lab.snapshot()
+    rc, out, took = lab.play(
+        "playbooks/site.yml", inventory, "-e", "mesh_network_mtu=8000", "-e", "ansible_ssh_timeout=5"
+    )
+    want = f"{host}: Ansible cannot reach it in this run"
+    check(
+        f"site.yml with {host} unreachable ({wrong}) is refused naming it ({took:.1f} s)",
+        rc != 0 and want in out and "mesh_network_allow_unreachable=true" in out and APPLY_TASK not in out,
+        tail(out),
+    )
+    check("nothing changed on the nodes after the refused run", lab.snapshot() == before and lab.mgmt_ok())
+
+
+def case_mgmt_cidr(lab: Lab) -> None:
+    """A management CIDR that holds no node's management address: refused, naming every node."""
+    other = "10.254.254.0/24"
+    rc, out, took = lab.mesh(None, "-e", f"mesh_network_mgmt_cidr={other}")
+    named = all(f"{h} ({lab.addr[h]})" in out for h in lab.hosts)
+    check(
+        f"mesh_network_mgmt_cidr {other} is refused naming every node and its address ({took:.1f} s)",
+        rc != 0
+        and f"mesh_network_mgmt_cidr {other} does not contain the management address of" in out
+        and named,
+        tail(out),
+    )
+
+
 def first_port(value: Any) -> str:
     """The first port a node lists for a peer (a list for rails)."""
     return str(value[0] if isinstance(value, list) else value)
@@ -495,6 +530,8 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "swapped": case_swapped,
     "rollback_management": case_rollback_management,
     "management_path": case_management_path,
+    "unreachable": case_unreachable,
+    "mgmt_cidr": case_mgmt_cidr,
     "cut_off": case_cut_off,
     "cable_down": case_cable_down,
     "renumber_refused": case_renumber_refused,

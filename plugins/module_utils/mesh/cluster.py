@@ -50,6 +50,10 @@ MESH_NETWORK_PLAN_SPEC: dict[str, Any] = {
     "nodeaddr_ifname": {"type": "str", "required": True},
     "renumber": {"type": "bool", "default": False},
     "nodes": {"type": "dict", "required": True},
+    # every host of the play, those that failed earlier too (ansible_play_hosts_all): a host of the plan in
+    # it without facts in ``nodes`` could not be reached
+    "play_hosts": {"type": "list", "elements": "str", "default": []},
+    "allow_unreachable": {"type": "bool", "default": False},
 }
 
 
@@ -79,6 +83,9 @@ def plan(params: Mapping[str, Any]) -> dict[str, Any]:
         names = []
         errors.append(str(exc))
     errors += data_ports.mtu_errors(str(params["mtu"]), "mesh_network_mtu")
+    play_hosts = list(params.get("play_hosts") or [])
+    if not params.get("allow_unreachable"):
+        errors += ms.unreachable_errors(names, play_hosts, list(nodes))
     # Every play host's management address and MAC: two inventory names for one node are refused, named
     # in the inventory's order on every run.
     order = [h for h in names if h in nodes] + sorted(h for h in nodes if h not in names)
@@ -92,6 +99,9 @@ def plan(params: Mapping[str, Any]) -> dict[str, Any]:
         errors += ms.identity_errors(identities)
     except ma.MeshAddressingError as exc:
         errors.append(str(exc))
+    errors += ms.mgmt_cidr_errors(
+        params["mgmt_cidr"], {h: list(_node(nodes, h).get("connect") or []) for h in order}
+    )
     if topology == "mesh":
         return _mesh(params, names, nodes, errors)
     return _switched(params, names, nodes, errors)
@@ -162,6 +172,7 @@ def _mesh(
                 "renumbering": bool(params["renumber"]) and bool(layout.get("changes")),
             },
             "cabling": summary(graph, params["link_prefix"]),
+            "unreachable": unreachable(params, names, nodes),
         },
     }
 
@@ -221,8 +232,15 @@ def _switched(
                 "renumbering": bool(changes),
             },
             "cabling": {},
+            "unreachable": unreachable(params, names, nodes),
         },
     }
+
+
+def unreachable(params: Mapping[str, Any], names: Sequence[str], nodes: Mapping[str, Any]) -> list[str]:
+    """The hosts of the plan this run goes on without (mesh_network_allow_unreachable): in the play, no
+    facts."""
+    return [h for h in names if h in (params.get("play_hosts") or []) and h not in nodes]
 
 
 def summary(graph: cabling.Graph, prefix: Any) -> dict[str, Any]:

@@ -8,6 +8,10 @@ filters in plugins/filter/mesh_safety.py before anything changes.
 - management_errors: a data port that carries the address Ansible connects over, the default route,
   or an address on the management network.
 - identity_errors: one node under two inventory names (same management address or MAC).
+- mgmt_cidr_errors: a management network that holds none of a node's management addresses (the rules
+  above judge "the management network" by it).
+- unreachable_errors: a node of the plan that Ansible cannot reach in this run: the others alone would
+  leave the cables to it with different settings at their two ends.
 - read_netplan / anchored_layout: the addresses already in use win over list positions; a change of
   an existing link's subnet needs an explicit renumber.
 """
@@ -174,6 +178,49 @@ def identity_errors(identities: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- the plan already applied
+
+
+def mgmt_cidr_errors(mgmt_cidr: Any, connect: Mapping[str, Sequence[str]]) -> list[str]:
+    """The nodes none of whose management addresses is in ``mgmt_cidr``, named with their addresses.
+
+    ``connect``: {host: the addresses Ansible reaches it at (ansible_host when it is an address, the server
+    side of its SSH connection)}. A node known only by a name is not judged; a CIDR that does not parse is
+    left to the pool checks, which name it."""
+    if IPNetwork is None or not isinstance(mgmt_cidr, str) or "/" not in mgmt_cidr:
+        return []
+    try:
+        net = IPNetwork(mgmt_cidr).cidr
+    except (AddrFormatError, ValueError, TypeError):
+        return []
+    outside = []
+    for host, addresses in connect.items():
+        known = list(dict.fromkeys(a for a in addresses if isinstance(a, str) and _is_ipv4(a)))
+        if known and not any(IPAddress(a) in net for a in known):
+            outside.append(f"{host} ({', '.join(known)})")
+    if not outside:
+        return []
+    return [
+        f"mesh_network_mgmt_cidr {mgmt_cidr} does not contain the management address of "
+        f"{', '.join(outside)}: it must be the network Ansible reaches the nodes over (the checks that keep "
+        "the data ports off the management network judge by it)"
+    ]
+
+
+def unreachable_errors(hosts: Sequence[str], play_hosts: Sequence[str], reached: Sequence[str]) -> list[str]:
+    """The nodes of the plan (``hosts``) that are in this play (``play_hosts``: ansible_play_hosts_all) but
+    did not report (``reached``): unreachable, or failed in an earlier task. Nodes left out of the play
+    (``--limit``) are not asked for."""
+    gone = [h for h in hosts if h in play_hosts and h not in reached]
+    if not gone:
+        return []
+    them = "it" if len(gone) == 1 else "them"
+    return [
+        f"{', '.join(gone)}: Ansible cannot reach {them} in this run (unreachable, or failed in an earlier "
+        f"task, see above), and the data network spans every node of mesh_network_hosts: the others alone "
+        f"would leave the cables to {them} with different settings at their two ends, so no node is changed. "
+        f"Bring {them} back and run again, or pass -e mesh_network_allow_unreachable=true to go on "
+        f"without {them}"
+    ]
 
 
 PEERS_COMMENT = re.compile(r"^# rdmaops-mesh-peers: (\{.*\})$", re.MULTILINE)

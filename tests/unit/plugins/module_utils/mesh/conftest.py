@@ -90,6 +90,9 @@ def cluster_args(params: Mapping[str, Any]) -> dict[str, Any]:
     """What tasks/validate.yml passes rdmaops.cluster.mesh_network_plan, from the role's inputs:
     ``all_ports``, ``all_fabric_ports``, ``all_fabric_port`` are every node's inventory values."""
     args = {key: params.get(key, FABRIC_DEFAULTS.get(key)) for key in CLUSTER_KEYS}
+    # the play's hosts (ansible_play_hosts_all): every node that reported, unless the test says otherwise
+    args["play_hosts"] = params.get("play_hosts", list(params.get("nodes") or {}))
+    args["allow_unreachable"] = params.get("allow_unreachable", False)
     args.update(
         ports=params.get("all_ports") or {},
         fabric_ports=params.get("all_fabric_ports") or {},

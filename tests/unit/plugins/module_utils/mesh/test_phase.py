@@ -17,7 +17,7 @@ from ansible.template import Templar, trust_as_template
 
 from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_check import ActionModule
 from ansible_collections.rdmaops.cluster.plugins.action.mesh_network_plan import ActionModule as PlanAction
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import data_ports, host_plan
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cluster, data_ports, host_plan
 
 from ...conftest import FIXTURE_DIR, ROOT, run_action
 from .conftest import ROLE_SETTINGS, cluster_args, node_args, role_phases
@@ -207,6 +207,34 @@ def test_one_node_under_two_names_is_refused() -> None:
     params["nodes"]["node2"]["addr"] = params["nodes"]["node1"]["addr"]
     params["nodes"]["node2"]["connect"] = ["10.93.0.11"]
     assert "node1 and node2 have the same management address 10.93.0.11" in error_of(params)
+
+
+def test_a_node_ansible_cannot_reach_stops_every_node() -> None:
+    params = inventory(lab_mesh(3))
+    # node3 is in the play but did not report (unreachable at fact gathering)
+    params["play_hosts"] = ["node1", "node2", "node3"]
+    del params["nodes"]["node3"]
+    message = error_of(params)
+    assert "node3: Ansible cannot reach it in this run" in message
+    assert "so no node is changed" in message and "-e mesh_network_allow_unreachable=true" in message
+    # the operator who means it: the plan goes on without node3, and says so
+    params["allow_unreachable"] = True
+    once = cluster.plan(cluster_args(params))
+    assert once["errors"] == [] and once["plan"]["unreachable"] == ["node3"]
+    # a node left out with --limit is not in the play: not asked for
+    params.update(play_hosts=["node1", "node2"], allow_unreachable=False)
+    once = cluster.plan(cluster_args(params))
+    assert once["errors"] == [] and once["plan"]["unreachable"] == []
+
+
+def test_a_management_cidr_without_the_nodes_addresses_is_refused() -> None:
+    params = inventory(lab_mesh(3), mgmt_cidr="10.200.0.0/24")
+    message = error_of(params)
+    connect = {h: params["nodes"][h]["connect"][0] for h in ("node1", "node2", "node3")}
+    assert (
+        "mesh_network_mgmt_cidr 10.200.0.0/24 does not contain the management address of "
+        f"node1 ({connect['node1']}), node2 ({connect['node2']}), node3 ({connect['node3']})"
+    ) in message
 
 
 def test_a_disconnected_cabling_is_refused() -> None:

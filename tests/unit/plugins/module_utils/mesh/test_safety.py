@@ -299,3 +299,27 @@ def test_a_new_link_prefix_inside_the_pool_says_the_prefix_changes() -> None:
         "n1-n2 192.168.100.0/30 is a /30 link, mesh_network_link_prefix asks for /31" in layout["errors"][0]
     )
     assert "outside" not in layout["errors"][0] and "mesh_network_renumber=true" in layout["errors"][0]
+
+
+def test_mgmt_cidr_must_hold_each_nodes_management_address() -> None:
+    connect = {"node1": ["10.93.0.11"], "node2": ["node2.example", "10.93.1.12"], "node3": ["node3.example"]}
+    assert ms.mgmt_cidr_errors("10.93.0.0/16", connect) == []
+    (error,) = ms.mgmt_cidr_errors("10.93.0.0/24", connect)
+    # node2 is outside; node3 is known by name only and not judged
+    assert "does not contain the management address of node2 (10.93.1.12):" in error
+    assert "node1" not in error and "node3" not in error
+    # either of a node's addresses will do (ansible_host, the server side of its SSH connection)
+    assert ms.mgmt_cidr_errors("10.93.0.0/24", {"node2": ["192.0.2.7", "10.93.0.12"]}) == []
+    # a CIDR that does not parse is named by the pool checks, not here
+    assert ms.mgmt_cidr_errors("10.93.0.0/33", connect) == []
+    assert ms.mgmt_cidr_errors("", connect) == []
+
+
+def test_unreachable_nodes_are_named_and_limited_ones_are_not() -> None:
+    hosts = ["node1", "node2", "node3", "node4"]
+    # node4 left out with --limit; node3 in the play without facts
+    (error,) = ms.unreachable_errors(hosts, ["node1", "node2", "node3"], ["node1", "node2"])
+    assert error.startswith("node3: Ansible cannot reach it in this run")
+    (error,) = ms.unreachable_errors(hosts, hosts, ["node1"])
+    assert error.startswith("node2, node3, node4: Ansible cannot reach them in this run")
+    assert ms.unreachable_errors(hosts, hosts, hosts) == []
