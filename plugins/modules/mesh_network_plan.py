@@ -121,6 +121,11 @@ options:
       have).
     type: bool
     default: false
+  backup_routes:
+    description: A full mesh of 3+ nodes - plan a second route to every node address over another neighbour
+      (metric 100), with the sysctls it needs.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - rdmaops.cluster.phase
   - rdmaops.cluster.mesh_network
@@ -174,8 +179,9 @@ plan:
       C(unreachable) (the hosts planned without, with O(allow_unreachable)).
     - C(cabling) (mesh) holds C(shape) (full_mesh, ring, chain or partial), C(order) (the nodes along the
       ring or chain, for rank order), C(link_prefix), C(max_cables) (cables of the most cabled pair),
-      C(cables), C(transit), C(non_neighbours), C(max_hops) and C(device_index_problems) (pairs NCCL's
-      built-in subnet-aware routing cannot connect on some device index).
+      C(cables), C(transit), C(non_neighbours), C(max_hops), C(device_index_problems) (pairs NCCL's
+      built-in subnet-aware routing cannot connect on some device index) and C(backup) (C(full_mesh) when the
+      nodes have backup routes, else empty).
   returned: always
   type: dict
 """

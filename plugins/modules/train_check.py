@@ -90,6 +90,11 @@ options:
       - A cable listed by one end only is an error.
     type: dict
     default: {}
+  backup_routes:
+    description: Whether mesh_network gave the node addresses backup routes (a full mesh of 3+ nodes) - the
+      watched cables of C(plan.cables) are then C(rerouted).
+    type: bool
+    default: true
   venv:
     description: The venv on every node.
     type: path

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, add_tier, check, chosen, env, finish, run_bounded, run_cases, spawn, tool
+from labkit import ROOT, add_tier, check, chosen, env, finish, output, run_bounded, run_cases, spawn, tool
 
 # The trainer processes themselves (not torchrun's agent, whose command line names torch.distributed.run).
 TRAINER = r"^[^ ]*python[^ ]* (-u )?-m rdmaops_trainer "
@@ -463,6 +463,95 @@ def case_faults(lab: Lab) -> None:
         ["-e", "train_stopped_timeout=10"],
         tails=0,  # nothing ended: the verdict names the stopped rank, no log says more
     )
+
+
+def route_dev(lab: Lab, host: str, dst: str) -> str:
+    """The port HOST's kernel sends a packet to DST by (`ip route get`)."""
+    route = json.loads(lab.ssh(host, f"ip -j route get {dst}").stdout or "[{}]")
+    return str(route[0].get("dev", ""))
+
+
+def in_output(proc: subprocess.Popen[str], text: str, limit: float) -> float | None:
+    """Seconds until TEXT is in what the background play has written, polled every 0.2 s; None past LIMIT
+    or when the play ended without it."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit:
+        if text in output(proc):
+            return time.monotonic() - start
+        if proc.poll() is not None:
+            return None
+        time.sleep(0.2)
+    return None
+
+
+def case_cable_pulled(lab: Lab) -> None:
+    """A cable pulled during a job on the full mesh (mesh_network_backup_routes): the watch names
+    it within 15 s as a warning, the node addresses take the backup route through the third node, the job
+    finishes with the losses of an uninterrupted run, and with the cable back the watch says so and the
+    direct route is used again. The ranks hold after the checkpoint of step 10 while the cable is pulled and
+    at the end while it is put back (RDMAOPS_TRAINER_PAUSE=checkpoint@10,end): steps 11-60 run without it."""
+    hosts = yaml.safe_load((lab.inventory / "hosts.yml").read_text())
+    group = next(iter(hosts["all"]["children"].values()))["hosts"]
+    node, peer = lab.hosts[1], lab.hosts[2]
+    port = str(group[node]["mesh_network_ports"][peer])
+    netns = f"{lab.group_vars['rdmaops_lab']['name']}-{node}"
+    nodeaddr = json.loads(lab.ssh(peer, "ip -j -4 addr show dev nodeaddr0").stdout or "[]")
+    dst = next((i["local"] for link in nodeaddr for i in link.get("addr_info", [])), "")
+    overrides = {"train.checkpoint_every": 10, "train.log_every": 5}
+    args = ["-e", "steps=60", *SHORT]
+    reset(lab, "t-cable-ref", "t-cable")
+    rc_ref, _out, _secs = lab.play(
+        *tiny("t-cable-ref", *args, "-e", json.dumps({"recipe_overrides": overrides}))
+    )
+    ref = losses(metrics(lab, "t-cable-ref"))
+    direct = route_dev(lab, node, dst)
+    proc = lab.play_async(*tiny("t-cable", *args, *pause_args("checkpoint@10,end", overrides)))
+    named = back = None
+    backup = again = ""
+    held_end = False
+    try:
+        if paused(lab):
+            subprocess.run(["ip", "-n", netns, "link", "set", port, "down"], check=True)
+            named = in_output(proc, f"{node} {port}, the cable to {peer}, ", 60)
+            backup = route_dev(lab, node, dst)
+            resume_all(lab)
+            held_end = paused(lab)
+        subprocess.run(["ip", "-n", netns, "link", "set", port, "up"], check=True)
+        back = in_output(proc, f"{node} {port}, the cable to {peer} is back", 60)
+        # networkd configures the port again on carrier: its direct route back (a bounded poll)
+        deadline = time.monotonic() + 60
+        while (again := route_dev(lab, node, dst)) != direct and time.monotonic() < deadline:
+            time.sleep(0.5)
+    finally:
+        subprocess.run(["ip", "-n", netns, "link", "set", port, "up"], check=False)
+        resume_all(lab)
+    out = finish(proc, 300)
+    got = losses(metrics(lab, "t-cable"))
+    warning = next((line for line in out.splitlines() if f"the cable to {peer}, " in line), "")
+    check(
+        f"a pulled cable ({node} {port} to {peer}) is named within 15 s, as a warning that traffic takes "
+        "another path",
+        named is not None and named <= 15 and "takes another path" in warning and "at step 10" in warning,
+        f"after {named if named is None else round(named, 1)} s: {warning.strip()[:300]}",
+    )
+    check(
+        f"with the cable out, {node}'s route to {peer}'s node address {dst} leaves by the backup port",
+        bool(direct) and backup not in ("", direct),
+        f"direct {direct}, with the cable out {backup}",
+    )
+    check(
+        "the job finishes with the losses of an uninterrupted run (steps 11-60 without the cable)",
+        rc_ref == 0 and held_end and proc.returncode == 0 and len(ref) >= 12 and got == ref,
+        f"rc={proc.returncode}, held at the end {held_end}, steps {sorted(got)}, max |loss difference| "
+        f"{max((abs(got[s] - ref[s]) for s in ref if s in got), default=float('inf')):.2e}"
+        + ("" if proc.returncode == 0 else "\n" + out[-2000:]),
+    )
+    check(
+        "the cable back: the watch says so and the direct route is used again",
+        back is not None and again == direct,
+        f"named back after {back if back is None else round(back, 1)} s; route {again} (direct {direct})",
+    )
+    reset(lab, "t-cable-ref", "t-cable")
 
 
 def case_finished_launcher(lab: Lab) -> None:
@@ -1064,6 +1153,7 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "fault_trainer": case_fault_trainer,
     "fault_unit_main": case_fault_unit_main,
     "finished_launcher": case_finished_launcher,
+    "cable_pulled": case_cable_pulled,
     "recipe_once": case_recipe_once,
     "render": case_render,
     "health": case_health,
@@ -1085,6 +1175,7 @@ CI = [
     "glm_tiny",
     "faults",
     "finished_launcher",
+    "cable_pulled",
     "render",
     "health",
     "tiny_on_2",

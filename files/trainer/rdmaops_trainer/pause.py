@@ -8,7 +8,7 @@ there until it gets SIGCONT (or is killed), so the test acts in that moment by c
 
 Values: ``start`` (after the start record, before the first step), ``checkpoint@N`` (right after the
 checkpoint of step N is saved and logged) and ``end`` (after the last step, its checkpoint and export;
-before the end record). train.yml's watch sees held ranks as stopped (state T): a test that holds a job sets
+before the end record), or several, comma-separated (``checkpoint@10,end``: held at each in turn). train.yml's watch sees held ranks as stopped (state T): a test that holds a job sets
 ``train_stopped_timeout`` above the time it holds it.
 """
 
@@ -30,15 +30,15 @@ def pause_point(environ: Mapping[str, str]) -> str | None:
     raw = environ.get(PAUSE_ENV, "")
     if not raw:
         return None
-    if not _POINT.fullmatch(raw):
+    if not all(_POINT.fullmatch(part) for part in raw.split(",")):
         raise RecipeError(
-            f"environment variable {PAUSE_ENV}={raw!r}: use start, checkpoint@STEP or end "
-            "(a test hook, docs/trainer.md)"
+            f"environment variable {PAUSE_ENV}={raw!r}: use start, checkpoint@STEP or end, or several "
+            "comma-separated (a test hook, docs/trainer.md)"
         )
     return raw
 
 
 def pause_at(point: str | None, here: str) -> None:
     """Stop this process if the hook names ``here``; it goes on when it gets SIGCONT."""
-    if point is not None and point == here:
+    if point is not None and here in point.split(","):
         os.kill(os.getpid(), signal.SIGSTOP)

@@ -175,6 +175,22 @@ class Graph:
         """The neighbour of ``src`` on a shortest path to ``dst`` (the first in host order on a tie)."""
         return self.next_hops(src).get(dst)
 
+    def backup_kind(self) -> str:
+        """Which backup routes the cabling allows (backup.py): 'full_mesh' (3+ nodes, every pair cabled) or
+        '' (a pair of nodes, rings, chains and partial meshes: none)."""
+        return "full_mesh" if self.shape() == "full_mesh" and len(self.hosts) >= 3 else ""
+
+    def backup_hops(self, src: str) -> dict[str, str]:
+        """{dst: the neighbour of ``src`` that carries its backup route to ``dst``}; {} without backups. In a
+        full mesh: the first node after ``src`` in host order (round the end) that is not ``dst``, so that for
+        one destination the backups of all the other nodes form one cycle through them: a packet whose
+        cables fail one after another walks on instead of coming straight back."""
+        if not self.backup_kind():
+            return {}
+        k = self.index[src]
+        after = self.hosts[k + 1 :] + self.hosts[:k]
+        return {dst: next(p for p in after if p != dst) for dst in after}
+
     def path(self, src: str, dst: str) -> list[str]:
         """The nodes from ``src`` to ``dst`` along the routes (next hop after next hop); [] when cut off."""
         if self.hops(src, dst) is None:

@@ -54,6 +54,8 @@ MESH_NETWORK_PLAN_SPEC: dict[str, Any] = {
     # it without facts in ``nodes`` could not be reached
     "play_hosts": {"type": "list", "elements": "str", "default": []},
     "allow_unreachable": {"type": "bool", "default": False},
+    # a full mesh of 3+ nodes: a second route to every node address over another neighbour (backup.py)
+    "backup_routes": {"type": "bool", "default": True},
 }
 
 
@@ -163,7 +165,13 @@ def _mesh(
     return {
         "errors": [],
         "plan": {
-            "nodes": host_plan.mesh_parts(names, graph, layout["links"], layout["nodes"]),
+            "nodes": host_plan.mesh_parts(
+                names,
+                graph,
+                layout["links"],
+                layout["nodes"],
+                backups=bool(params.get("backup_routes", True)),
+            ),
             "shared": {
                 "hosts": names,
                 "peers": dict(layout["nodes"]),
@@ -171,7 +179,7 @@ def _mesh(
                 "layout": {"kept": layout.get("kept", 0), "changes": list(layout.get("changes") or [])},
                 "renumbering": bool(params["renumber"]) and bool(layout.get("changes")),
             },
-            "cabling": summary(graph, params["link_prefix"]),
+            "cabling": summary(graph, params["link_prefix"], bool(params.get("backup_routes", True))),
             "unreachable": unreachable(params, names, nodes),
         },
     }
@@ -243,9 +251,10 @@ def unreachable(params: Mapping[str, Any], names: Sequence[str], nodes: Mapping[
     return [h for h in names if h in (params.get("play_hosts") or []) and h not in nodes]
 
 
-def summary(graph: cabling.Graph, prefix: Any) -> dict[str, Any]:
+def summary(graph: cabling.Graph, prefix: Any, backups: bool = False) -> dict[str, Any]:
     """What other roles need to know about the cabling: its shape, the node order along it, the hops
-    between nodes, the transit nodes, and whether NCCL's built-in subnet routing can pick every port."""
+    between nodes, the transit nodes, whether NCCL's built-in subnet routing can pick every port, and which
+    backup routes the nodes have (backup.py: 'full_mesh' or '')."""
     names: Sequence[str] = graph.hosts
     shape = graph.shape()
     order = graph.order()
@@ -260,4 +269,5 @@ def summary(graph: cabling.Graph, prefix: Any) -> dict[str, Any]:
         "non_neighbours": any(h not in (None, 0, 1) for h in hops),
         "max_hops": max((h or 0 for h in hops), default=0),
         "device_index_problems": cabling.device_index_problems(graph, shape, order),
+        "backup": graph.backup_kind() if backups else "",
     }

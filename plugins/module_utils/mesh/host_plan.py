@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import backup as mb
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import cabling, fabric_plan
 from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh.addressing import (
     MeshAddressingError,
@@ -57,6 +58,7 @@ def host_plan(
     fabric_subnet: str,
     nodeaddr_ifname: str,
     layout: Mapping[str, Any] | None = None,
+    backups: bool = False,
 ) -> dict[str, Any]:
     """What one host needs: its node address, the interface sockets should bind, its cables and routes.
 
@@ -67,7 +69,8 @@ def host_plan(
     role plans several through cluster.py).
 
     Each link (one per cable of this host) carries ``routes``: the hosts whose node address is routed over
-    it, along a shortest path (cabling.Graph.next_hop); a pair's further cables (rails) carry none.
+    it, along a shortest path (cabling.Graph.next_hop); a pair's further cables (rails) carry none. With
+    ``backups`` (the role's default) a full mesh of 3+ nodes also gets its backup routes (backup.py).
     """
     names = check_hosts(hosts)
     if host not in names:
@@ -109,7 +112,7 @@ def host_plan(
     else:
         net = parse_pool(link_pool)
         all_links = cable_links(names, cable_list, net, parse_prefix(link_prefix, net))
-    part = mesh_parts(names, graph, all_links, nodes, only=[host])[host]
+    part = mesh_parts(names, graph, all_links, nodes, only=[host], backups=backups)[host]
     return mesh_node_plan(host, names, part, nodes, ifaces, nodeaddr_ifname)
 
 
@@ -119,10 +122,13 @@ def mesh_parts(
     all_links: Sequence[Mapping[str, Any]],
     nodes: Mapping[str, str],
     only: Sequence[str] | None = None,
+    backups: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """What each node's plan takes from the cabling and the numbering (cluster.py computes it once for all):
-    {host: {index, links, hops, paths, transit}}, each link with this node's own port as the inventory
-    gives it (``port``: the node resolves it against its interfaces) and the nodes routed over it."""
+    {host: {index, links, hops, paths, transit, backup}}, each link with this node's own port as the
+    inventory gives it (``port``: the node resolves it against its interfaces), the nodes routed over it
+    and, with ``backups`` where the cabling allows them (backup.py), the nodes whose backup route it carries;
+    ``backup`` is the kind ('full_mesh' or '')."""
     index = {h: k for k, h in enumerate(names)}
     by_cable = {(c["a"], c["b"], c["k"]): c for c in graph.cables}
     wanted = list(only) if only is not None else list(names)
@@ -132,6 +138,7 @@ def mesh_parts(
             if end in links_of:
                 links_of[end].append(link)
     transit = set(graph.transit())
+    kind = graph.backup_kind() if backups else ""
     # every pair's path at once for the cluster; one node's alone (host_plan) costs its own paths only
     every_path = graph.paths() if only is None else {h: {d: graph.path(h, d) for d in names} for h in wanted}
     out: dict[str, dict[str, Any]] = {}
@@ -139,6 +146,7 @@ def mesh_parts(
         routed: dict[str, list[str]] = {}
         for dst, step in graph.next_hops(host).items():
             routed.setdefault(step, []).append(dst)
+        backed = mb.by_neighbour(graph.backup_hops(host), index) if kind else {}
         links: list[dict[str, Any]] = []
         for link in links_of[host]:
             k = int(link.get("k") or 0)
@@ -163,6 +171,7 @@ def mesh_parts(
                     "routes": sorted(routed.get(peer, []), key=lambda h: (h != peer, index[h]))
                     if k == 0
                     else [],
+                    "backups": backed.get(peer, []) if k == 0 else [],
                 }
             )
         links.sort(key=lambda entry: (index[entry["peer"]], entry["k"]))
@@ -172,6 +181,7 @@ def mesh_parts(
             "hops": {h: graph.hops(host, h) for h in names if h != host},
             "paths": {h: every_path[host].get(h, []) for h in names if h != host},
             "transit": host in transit,
+            "backup": kind,
         }
     return out
 
@@ -185,7 +195,8 @@ def mesh_node_plan(
     nodeaddr_ifname: str,
 ) -> dict[str, Any]:
     """One node's mesh plan from its part (mesh_parts) and every node's address: its ports resolved against
-    its interfaces (by name or MAC), the forwarding of a node that others' traffic crosses."""
+    its interfaces (by name or MAC), the forwarding of a node that others' traffic crosses, and with backup
+    routes (backup.py) their sysctls."""
     links = []
     for link in part["links"]:
         port = resolved_port(link["port"], interfaces)
@@ -199,7 +210,8 @@ def mesh_node_plan(
                 **rest,
             }
         )
-    forwarding = [entry["ifname"] for entry in links] if part["transit"] else []
+    kind = str(part.get("backup") or "")
+    forwarding = [entry["ifname"] for entry in links] if part["transit"] or kind else []
     return {
         "host": host,
         "index": part["index"],
@@ -212,9 +224,10 @@ def mesh_node_plan(
         "peers": {h: nodes[h] for h in names if h != host},
         "hops": dict(part["hops"]),
         "paths": dict(part["paths"]),
-        # Packets between two other nodes pass here: the data ports forward them.
+        # Packets between two other nodes pass here (a path, or a backup route): the data ports forward them.
         "forwarding": forwarding,
-        "sysctl": [{"name": f"net.ipv4.conf.{ifname}.forwarding", "value": "1"} for ifname in forwarding],
+        "sysctl": mb.sysctl(forwarding, bool(part["transit"]), bool(kind)),
+        "backup": kind,
     }
 
 
@@ -240,12 +253,11 @@ def netplan_document(plan: Mapping[str, Any], mtu: Any) -> dict[str, Any]:
         entry = port_entry(link["ifname"], link["macaddress"], mtu_value)
         entry["addresses"] = [f"{link['address']}/{link['prefix']}"]
         # Host routes to the node addresses behind this cable (the peer's, and those reached through it),
-        # sourced from our node address, so sockets bound to the node address stay on the data cables.
-        targets = link.get("routes", [link["peer"]])
-        if targets:
-            entry["routes"] = [
-                {"to": f"{peers[h]}/32", "via": link["peer_address"], "from": own} for h in targets
-            ]
+        # sourced from our node address, so sockets bound to the node address stay on the data cables; then
+        # the backup routes it carries (backup.py).
+        routes = mb.link_routes(link, own, peers)
+        if routes:
+            entry["routes"] = routes
         ethernets[link["ifname"]] = entry
     # An empty bridge holds the node address: it is always up (ignore-carrier) and,
     # unlike lo, gives gloo/NCCL an interface name that resolves to that address.

@@ -61,6 +61,8 @@ TRAIN_CHECK_SPEC: dict[str, Any] = {
     # the data network as the inventory describes it (mesh_network_topology, every host's mesh_network_ports)
     "topology": {"type": "str", "default": "mesh", "choices": ["mesh", "switched"]},
     "ports": {"type": "dict", "default": {}},
+    # mesh_network_backup_routes: a full mesh of 3+ nodes routes node addresses a second way round a lost cable
+    "backup_routes": {"type": "bool", "default": True},
     "venv": {"type": "path", "default": "/opt/rdmaops/venv"},
     "base_dir": {"type": "path", "default": "/var/lib/rdmaops/train"},
     "log_dir": {"type": "path", "default": "/var/log/rdmaops"},
@@ -154,7 +156,7 @@ def check(p: Mapping[str, Any]) -> dict[str, Any]:
             "master": hosts[0],
             "order_note": ranked["note"],
             # the data cables the watch's agents read while the job runs (train_watch's cables)
-            "cables": watched_cables(hosts, p["topology"], p["ports"]),
+            "cables": watched_cables(hosts, p["topology"], p["ports"], bool(p.get("backup_routes", True))),
             "venv": p["venv"],
             "python": f"{p['venv'].rstrip('/')}/bin/python",
             "workdir": workdir,

@@ -85,17 +85,19 @@ class CableWatch:
 
 
 def watched_cables(
-    hosts: Sequence[str], topology: str, ports: Mapping[str, Any]
+    hosts: Sequence[str], topology: str, ports: Mapping[str, Any], backup_routes: bool = True
 ) -> dict[str, list[dict[str, Any]]]:
     """Per node, the data ports of the direct cables (every host's mesh_network_ports) that its agent reads:
-    {port, peer, rerouted}. mesh_network routes a node address along one path, over a pair's first cable
-    (static routes), so only a pair's second or later cable (rails) leaves the node addresses a path when
-    lost. A port listed by MAC only is left out (the agent reads /sys/class/net by name), as is a switched
-    fabric (its cables are not in the inventory)."""
+    {port, peer, rerouted}. mesh_network routes a node address over a pair's first cable; a pair's second or
+    later cable (rails) leaves the node addresses their path when lost, and so does any cable of a full mesh
+    of 3+ nodes with backup routes (mesh_network_backup_routes, module_utils/mesh/backup.py). A port listed by
+    MAC only is left out (the agent reads /sys/class/net by name), as is a switched fabric (its cables are not
+    in the inventory)."""
     names = list(hosts)
     if topology != "mesh":
         return {}
-    cable_list, _problems = cabling.cables(names, {h: (ports or {}).get(h) or {} for h in names})
+    cable_list, problems = cabling.cables(names, {h: (ports or {}).get(h) or {} for h in names})
+    backups = backup_routes and not problems and cabling.Graph(names, cable_list).backup_kind() != ""
     out: dict[str, list[dict[str, Any]]] = {}
     for cable in cable_list:
         for node, spec, peer in (
@@ -104,5 +106,6 @@ def watched_cables(
         ):
             name = cabling.port_name(spec)
             if name:
-                out.setdefault(node, []).append({"port": name, "peer": peer, "rerouted": int(cable["k"]) > 0})
+                rerouted = backups or int(cable["k"]) > 0
+                out.setdefault(node, []).append({"port": name, "peer": peer, "rerouted": rerouted})
     return out

@@ -21,7 +21,8 @@ def test_pause_point_values() -> None:
     assert pause_point({PAUSE_ENV: "start"}) == "start"
     assert pause_point({PAUSE_ENV: "end"}) == "end"
     assert pause_point({PAUSE_ENV: "checkpoint@10"}) == "checkpoint@10"
-    for bad in ("END", "begin", "checkpoint@0", "checkpoint@x", "checkpoint@", "end "):
+    assert pause_point({PAUSE_ENV: "checkpoint@10,end"}) == "checkpoint@10,end"
+    for bad in ("END", "begin", "checkpoint@0", "checkpoint@x", "checkpoint@", "end ", "end,", "start, end"):
         with pytest.raises(RecipeError, match=f"{PAUSE_ENV}={bad!r}: use start, checkpoint@STEP or end"):
             pause_point({PAUSE_ENV: bad})
 
@@ -30,6 +31,7 @@ def test_pause_at_another_point_returns_at_once() -> None:
     pause_at(None, "end")
     pause_at("checkpoint@4", "end")
     pause_at("end", "checkpoint@4")
+    pause_at("checkpoint@40,end", "checkpoint@4")
 
 
 def state(pid: int) -> str:

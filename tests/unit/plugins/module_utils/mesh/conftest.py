@@ -93,6 +93,7 @@ def cluster_args(params: Mapping[str, Any]) -> dict[str, Any]:
     # the play's hosts (ansible_play_hosts_all): every node that reported, unless the test says otherwise
     args["play_hosts"] = params.get("play_hosts", list(params.get("nodes") or {}))
     args["allow_unreachable"] = params.get("allow_unreachable", False)
+    args["backup_routes"] = params.get("backup_routes", True)
     args.update(
         ports=params.get("all_ports") or {},
         fabric_ports=params.get("all_fabric_ports") or {},

@@ -112,13 +112,15 @@ def test_a_full_mesh_gets_the_same_addresses_and_netplan_as_before() -> None:
         node_pool="10.255.0.0/24",
         fabric_subnet="192.168.200.0/24",
         nodeaddr_ifname="nodeaddr0",
+        backups=True,
     )
     assert plan["netplan"] == host_plan.netplan_document(legacy, 9000)
     assert [(x["ifname"], x["address"], x["peer_address"]) for x in plan["links"]] == [
         ("data0", "192.168.100.1", "192.168.100.2"),
         ("data1", "192.168.100.5", "192.168.100.6"),
     ]
-    assert plan["forwarding"] == [] and plan["renumbering"] is False
+    # a full mesh of 3: backup routes, so every data port forwards (backup.py)
+    assert plan["forwarding"] == ["data0", "data1"] and plan["renumbering"] is False
     assert plan["apply_targets"][0] == {
         "address": "10.93.0.1",
         "size": 0,
@@ -298,10 +300,43 @@ def render(host: str, plan: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("host", ["node1", "node2", "node3"])
 def test_the_3_node_lab_gets_byte_identical_netplan_files(host: str) -> None:
-    params = inventory(lab_mesh(3))
+    """Without backup routes a mesh renders exactly as before they existed (the recorded files)."""
+    params = inventory(lab_mesh(3), backup_routes=False)
     out = role_phases({**params, "host": host, "ports": lab_mesh(3)[host]})
     assert out["errors"] == []
     assert render(host, out["plan"]) == (FIXTURES / f"netplan_{host}_mesh3_main.yaml.txt").read_text()
+
+
+def test_a_full_mesh_of_3_routes_every_node_address_a_second_way() -> None:
+    hosts = ["node1", "node2", "node3"]
+    plans = {h: role_phases({**inventory(lab_mesh(3)), "host": h, "ports": lab_mesh(3)[h]}) for h in hosts}
+    assert all(p["errors"] == [] for p in plans.values())
+    assert plans["node1"]["cluster"]["cabling"]["backup"] == "full_mesh"
+    doc = plans["node2"]["plan"]["netplan"]["network"]["ethernets"]
+    # node2's data0 faces node1, data1 node3: node3's backup goes via node1, node1's via node3 (the next node
+    # in host order that is not the destination), metric 100, after the direct route
+    assert doc["data0"]["routes"] == [
+        {"to": "10.255.0.1/32", "via": "192.168.100.1", "from": "10.255.0.2"},
+        {"to": "10.255.0.3/32", "via": "192.168.100.1", "from": "10.255.0.2", "metric": 100},
+    ]
+    assert doc["data1"]["routes"] == [
+        {"to": "10.255.0.3/32", "via": "192.168.100.10", "from": "10.255.0.2"},
+        {"to": "10.255.0.1/32", "via": "192.168.100.10", "from": "10.255.0.2", "metric": 100},
+    ]
+    sysctl = {x["name"]: x["value"] for x in plans["node2"]["plan"]["sysctl"]}
+    assert sysctl == {
+        f"net.ipv4.conf.{port}.{key}": value
+        for port in ("data0", "data1")
+        for key, value in (("forwarding", "1"), ("rp_filter", "2"), ("ignore_routes_with_linkdown", "1"))
+    }
+    # two nodes have no other path, nor has a ring here: no backups, nothing forwards that need not
+    two = role_phases(inventory(lab_mesh(2)))
+    assert two["cluster"]["cabling"]["backup"] == "" and two["plan"]["sysctl"] == []
+    assert all(
+        "metric" not in r
+        for e in two["plan"]["netplan"]["network"]["ethernets"].values()
+        for r in e["routes"]
+    )
 
 
 def test_the_mtu_is_checked_against_each_data_ports_maxmtu() -> None:
