@@ -507,13 +507,15 @@ def case_cable_pulled(lab: Lab) -> None:
     direct = route_dev(lab, node, dst)
     proc = lab.play_async(*tiny("t-cable", *args, *pause_args("checkpoint@10,end", overrides)))
     named = back = None
-    backup = again = ""
+    backup = again = report = ""
     held_end = False
     try:
         if paused(lab):
             subprocess.run(["ip", "-n", netns, "link", "set", port, "down"], check=True)
             named = in_output(proc, f"{node} {port}, the cable to {peer}, ", 60)
             backup = route_dev(lab, node, dst)
+            # the reachability report of that moment (mesh_network's verify step, recorded, not failed)
+            _rc, report, _secs = lab.play("playbooks/lab_report.yml", timeout=300)
             resume_all(lab)
             held_end = paused(lab)
         subprocess.run(["ip", "-n", netns, "link", "set", port, "up"], check=True)
@@ -538,6 +540,14 @@ def case_cable_pulled(lab: Lab) -> None:
         f"with the cable out, {node}'s route to {peer}'s node address {dst} leaves by the backup port",
         bool(direct) and backup not in ("", direct),
         f"direct {direct}, with the cable out {backup}",
+    )
+    degraded = [
+        line.strip() for line in report.splitlines() if "DEGRADED" in line and f"{node} -> {peer}" in line
+    ]
+    check(
+        f"the reachability report names the cable FAILED and {node} -> {peer} DEGRADED (on its backup route)",
+        bool(degraded) and f"{node}:{port}" in report and "FAILED" in report,
+        "; ".join(degraded)[:400] or report[-1500:],
     )
     check(
         "the job finishes with the losses of an uninterrupted run (steps 11-60 without the cable)",

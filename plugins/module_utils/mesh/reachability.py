@@ -39,9 +39,12 @@ def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
     for link in plan["links"]:
         by_peer.setdefault(link["peer"], []).append(link)
     first_cable = {}
+    backup_cable = {}
     for link in plan["links"]:
         for target in link.get("routes", [link["peer"]]):
             first_cable[target] = link
+        for target in link.get("backups") or []:
+            backup_cable[target] = link
     for dst in plan["peers"]:
         for link in by_peer.get(dst, []):
             checks.append(
@@ -58,18 +61,21 @@ def path_checks(plan: Mapping[str, Any], mtu: Any) -> list[dict[str, Any]]:
             )
         via = first_cable.get(dst)
         path = list((plan.get("paths") or {}).get(dst) or [plan.get("host", ""), dst])
-        checks.append(
-            {
-                "dst": dst,
-                "kind": "node",
-                "address": plan["peers"][dst],
-                "expected_dev": via["ifname"] if via else "",
-                "size": size,
-                "source": plan["node_address"],
-                "hops": int((plan.get("hops") or {}).get(dst) or 1),
-                "path": path,
-            }
-        )
+        check = {
+            "dst": dst,
+            "kind": "node",
+            "address": plan["peers"][dst],
+            "expected_dev": via["ifname"] if via else "",
+            "size": size,
+            "source": plan["node_address"],
+            "hops": int((plan.get("hops") or {}).get(dst) or 1),
+            "path": path,
+        }
+        backup = backup_cable.get(dst)
+        if backup:
+            # the backup route (backup.py): through that neighbour, one hop more than the direct cable
+            check.update(backup_dev=backup["ifname"], backup_path=[plan.get("host", ""), backup["peer"], dst])
+        checks.append(check)
     return checks
 
 
@@ -232,6 +238,15 @@ def verify_results(
             entry["hops"] = hops
         hops_ok = not check.get("hops") or hops is None or hops == int(check["hops"])
         entry["ok"] = entry["route_ok"] and ping_ok and hops_ok
+        backup_path = list(check.get("backup_path") or [])
+        if not entry["route_ok"] and backup_path and dev == check.get("backup_dev") and ping_ok:
+            # degraded, not cut: the direct cable is out and the node address answers over its backup route
+            entry.update(ok=True, degraded=True, path=backup_path, expected_hops=len(backup_path) - 1)
+            entry["note"] = (
+                f"{check['dst']} node address {check['address']} answers over its backup route "
+                f"({' -> '.join(backup_path)}, via {dev}): its direct route via {check['expected_dev']} "
+                "is out"
+            )
         if not entry["ok"] and check.get("rail"):
             entry["error"] = _rail_error(check, entry, ping)
         elif not entry["ok"]:
@@ -339,7 +354,8 @@ def _cell(entries: Sequence[Mapping[str, Any]]) -> tuple[bool, str]:
         dev = main.get("dev")
         cell = f"ok {dev} {rtt:.2f}ms" if isinstance(rtt, (int, float)) else f"ok {dev}"
         hops = main.get("hops") or main.get("expected_hops")
-        return True, cell + (f" {hops} hops" if isinstance(hops, int) and hops > 1 else "")
+        cell += f" {hops} hops" if isinstance(hops, int) and hops > 1 else ""
+        return True, cell + (" DEGRADED (backup route)" if main.get("degraded") else "")
     first = next((e for e in bad if e.get("kind") != "arp"), bad[0])
     if first.get("kind") == "arp":
         return False, "FAIL ARP flux" if first.get("flux") else "FAIL ARP"
@@ -402,6 +418,9 @@ def reachability_table(results: Mapping[str, Any], hosts: Sequence[str]) -> str:
             down.setdefault(str(entry["cable"]), []).append(src)
     for cable, ends in down.items():
         lines.append(f"cable {cable} FAILED (its far end does not answer from {', '.join(ends)})")
+    for src, entry in entries:
+        if entry.get("degraded"):
+            lines.append(f"DEGRADED {src} -> {entry['note']}")
     nics = _nic_lines(entries)
     lines += [""] * bool(nics) + nics
     return "\n".join(line.rstrip() for line in lines)

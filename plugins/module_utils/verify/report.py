@@ -231,6 +231,16 @@ def markdown(report: dict[str, Any]) -> str:
             "",
             f"{good}/{total} paths OK (route over the expected port, don't-fragment ping at the MTU).",
         ]
+        degraded = [
+            f"{h} -> {e['note']}" for h, v in sorted(reach.items()) for e in v or [] if e.get("degraded")
+        ]
+        if degraded:
+            lines += [
+                "",
+                f"{len(degraded)} of them DEGRADED, on a backup route around a cable that is out:",
+                "",
+            ]
+            lines += [f"- {d}" for d in degraded]
         if meta.get("reachability_table"):
             lines += ["", "```", str(meta["reachability_table"]).rstrip(), "```"]
     collective = report["collective"]

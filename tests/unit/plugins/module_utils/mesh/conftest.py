@@ -30,8 +30,9 @@ IPROUTE2 = FIXTURE_DIR / "iproute2"
 IFACES = data_ports.ip_link_interfaces((IPROUTE2 / "ip_link_two_mesh_ports.json").read_text())
 
 
-def mesh_plans(n: int) -> dict[str, dict[str, object]]:
-    """The host plans of a full mesh of the first ``n`` HOSTS, each peer over its own port mesh<k>."""
+def mesh_plans(n: int, backups: bool = False) -> dict[str, dict[str, object]]:
+    """The host plans of a full mesh of the first ``n`` HOSTS, each peer over its own port mesh<k> (with
+    ``backups``, the backup routes the role plans by default)."""
     hosts = HOSTS[:n]
     plans = {}
     for host in hosts:
@@ -44,6 +45,7 @@ def mesh_plans(n: int) -> dict[str, dict[str, object]]:
             ports=dict(zip(peers, names, strict=True)),
             interfaces=dict.fromkeys(names, ""),
             **PLAN_ARGS,
+            backups=backups,
         )
     return plans
 

@@ -81,6 +81,34 @@ def test_verify_results_parse_route_and_ping() -> None:
     )
 
 
+PING_2_HOPS = PING_OK.replace("ttl=64", "ttl=63")
+
+
+def test_a_node_address_on_its_backup_route_is_degraded_not_failed() -> None:
+    plan = mesh_plans(3, backups=True)["node1"]
+    checks = reachability.path_checks(plan, 9000)
+    node3 = next(c for c in checks if (c["dst"], c["kind"]) == ("node3", "node"))
+    # node1's backup to node3 goes over node2's cable (mesh0), one hop more
+    assert (node3["backup_dev"], node3["backup_path"]) == ("mesh0", ["node1", "node2", "node3"])
+    # the node1-node3 cable out: the kernel takes the backup route, the ping crosses node2
+    route = {"stdout": ROUTE_OK.replace("192.168.100.2", "10.255.0.3")}
+    (res,) = reachability.verify_results([node3], [route], [{"rc": 0, "stdout": PING_2_HOPS}])
+    assert res["ok"] and res["degraded"] and res["hops"] == 2
+    assert res["note"] == (
+        "node3 node address 10.255.0.3 answers over its backup route (node1 -> node2 -> node3, via mesh0): "
+        "its direct route via mesh1 is out"
+    )
+    table = reachability.reachability_table({"node1": [res]}, ["node1", "node2", "node3"])
+    assert "ok mesh0 0.05ms 2 hops DEGRADED (backup route)" in table
+    assert "DEGRADED node1 -> node3 node address 10.255.0.3 answers over its backup route" in table
+    # a route by another port that is not the backup's, or a ping that fails, is still a failure
+    wrong = {"stdout": ROUTE_MGMT}
+    (res,) = reachability.verify_results([node3], [wrong], [{"rc": 0, "stdout": PING_2_HOPS}])
+    assert not res["ok"] and "route goes via eth0 instead of mesh1" in res["error"]
+    (res,) = reachability.verify_results([node3], [route], [{"rc": 1, "stdout": PING_MTU, "stderr": ""}])
+    assert not res["ok"] and not res.get("degraded")
+
+
 def test_reachability_table() -> None:
     ok = {"ok": True, "dev": "enp1s0f0np0", "expected_dev": "enp1s0f0np0"}
     results = {

@@ -187,3 +187,13 @@ def test_write_report_draws_one_heatmap_per_rail(tmp_path: Path) -> None:
     for path in paths["heatmaps"]:
         assert Path(path).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
     assert not (tmp_path / "verify-rails" / "bandwidth.png").exists()
+
+
+def test_a_path_on_its_backup_route_is_reported_degraded() -> None:
+    note = "node3 node address 10.255.0.3 answers over its backup route (node1 -> node2 -> node3, via data0)"
+    reach = {"node1": [{"ok": True}, {"ok": True, "degraded": True, "note": note}]}
+    report = vr.build_report(["node1", "node2", "node3"], [], {}, reachability=reach)
+    assert report["passed"]
+    text = vr.markdown(report)
+    assert "2/2 paths OK" in text and "1 of them DEGRADED, on a backup route around a cable that is out" in text
+    assert f"- node1 -> {note}" in text
