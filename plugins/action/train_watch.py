@@ -11,6 +11,7 @@ import subprocess
 import time
 from typing import Any
 
+from ansible import constants as C
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
@@ -96,8 +97,10 @@ class ActionModule(ActionBase):
                             watch.feed(node, json.loads(line), now)
                         except ValueError:
                             continue
-                for text in watch.cables.take_news():  # a lost cable is named as soon as an agent sees it
-                    display.warning(text)
+                # A lost cable is named as soon as an agent sees it. Not display.warning: an action plugin's
+                # warnings are held back until its task ends (here: the job's end); a line on stderr is not.
+                for text in watch.cables.take_news():
+                    display.display(f"[WARNING]: {text}", color=C.COLOR_WARN, stderr=True)
                 now = time.time()
                 outcome = watch.decide(now)
                 if watch.progress_due(now, p["progress_interval"], outcome):

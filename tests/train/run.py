@@ -521,12 +521,16 @@ def case_cable_pulled(lab: Lab) -> None:
     )
     ref = losses(metrics(lab, "t-cable-ref"))
     direct = route_dev(lab, node, dst)
-    proc = lab.play_async(*tiny("t-cable", *args, *pause_args("checkpoint@10,end", overrides)))
+    # unbuffered, as on a terminal: the watch's progress lines reach the output file as they are printed
+    argv = [tool("ansible-playbook"), "-i", str(lab.inventory)]
+    argv += tiny("t-cable", *args, *pause_args("checkpoint@10,end", overrides))
+    proc = spawn(argv, cwd=ROOT, env={**env(), "PYTHONUNBUFFERED": "1"})
     named = back = None
     backup = again = report = ""
     held_end = False
     try:
-        if paused(lab):
+        # held after step 10, and the watch has read step 10 (its progress line): the cable is lost at step 10
+        if paused(lab) and in_output(proc, "[t-cable] step 10/60", 60) is not None:
             subprocess.run(["ip", "-n", netns, "link", "set", port, "down"], check=True)
             named = in_output(proc, f"{node} {port}, the cable to {peer}, ", 60)
             backup = route_dev(lab, node, dst)
