@@ -8,11 +8,13 @@ Cases:
 - rails_verify: verify.yml measures every NIC against the same-rail NIC of every peer, a node's rails at
   once in each round; each measurement's bytes left by its own NIC (the port's transmit counter); the report
   has one bandwidth matrix per rail and the reachability table one per rail, every ARP answered by its NIC.
-- flux: the fix taken away on the first node by hand (arp_ignore/arp_announce 0, the second NIC's source rule
-  deleted): the lab shows ARP flux (two MACs answer for one address) and the second NIC's traffic leaving by
-  the first; the reachability report names the NIC, the check and the MACs; mesh_network repairs both (its
-  sysctls, netplan_apply's drift), after which one MAC answers, the traffic leaves by its NIC and every check
-  passes.
+- flux (shared scheme): the fix taken away on the first node by hand (arp_ignore/arp_announce 0, the NICs'
+  source rules deleted): the lab shows ARP flux (two MACs answer for one address) and one NIC's traffic
+  leaving by the other; the reachability report names the NIC, the check and the MACs; --check --diff
+  reports the repair on that node only and changes nothing; mesh_network repairs both (its sysctls,
+  netplan_apply's drift), after which one MAC answers, the traffic leaves by its NIC and every check passes.
+- lost_address (any scheme): a NIC's address deleted by hand: named by the report, --check reports the repair
+  and changes nothing, a run puts it back, a second run changes nothing.
 Prints one line per check, the time of each case, and "N passed, M failed"; exit status 1 if any failed.
 """
 
@@ -46,6 +48,8 @@ class Lab:
         self.addr = {h: v["ansible_host"] for h, v in hosts.items()}
         self.ports = {h: list(v["mesh_network_fabric_ports"]) for h, v in hosts.items()}
         self.key = doc["all"]["children"][group]["vars"]["ansible_ssh_private_key_file"]
+        group_vars = yaml.safe_load((inventory / "group_vars" / "all.yml").read_text())
+        self.scheme = str(group_vars.get("mesh_network_fabric_scheme") or "shared")
 
     def ssh(self, host: str, command: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         argv = ["ssh", "-i", self.key, "-o", "UserKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=no"]
@@ -61,6 +65,16 @@ class Lab:
             play_env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
         rc, out, err = run_bounded(argv, timeout, cwd=ROOT, env=play_env)
         return rc, out + err
+
+    def mesh(self, *extra: str) -> tuple[int, str, dict[str, int]]:
+        """playbooks/mesh_network.yml (packages and LLDP in place by then): rc, output, changed per host."""
+        fast = ["-e", "mesh_network_lldp=false", "-e", "mesh_network_install_packages=false"]
+        rc, out = self.play("playbooks/mesh_network.yml", *fast, *extra)
+        changed = {
+            m.group(1): int(m.group(2))
+            for m in re.finditer(r"^(\S+)\s*:\s*ok=\d+\s+changed=(\d+)", out, re.MULTILINE)
+        }
+        return rc, out, changed
 
     def address(self, host: str, ifname: str) -> str:
         links = json.loads(self.ssh(host, f"ip -j -4 addr show dev {ifname}").stdout or "[]")
@@ -158,6 +172,9 @@ def case_rails_verify(lab: Lab) -> None:
 
 
 def case_flux(lab: Lab) -> None:
+    if lab.scheme != "shared":
+        print(f"-- flux: not run, the fabric's scheme is {lab.scheme} (ARP flux needs one layer-2 segment)")
+        return
     a, b = lab.hosts[0], lab.hosts[1]
     nics = lab.ports[a][:2]
     own = {nic: lab.address(a, nic) for nic in nics}
@@ -198,17 +215,21 @@ def case_flux(lab: Lab) -> None:
         and f"leaves by {first}, not {victim}" in text,
         text,
     )
-    rc, out = lab.play(
-        "playbooks/mesh_network.yml",
-        "-e",
-        "mesh_network_lldp=false",
-        "-e",
-        "mesh_network_install_packages=false",
-    )
-    recap = re.search(rf"^{a}\s*:.*changed=(\d+)", out, re.MULTILINE)
+    before = lab.ssh(a, "ip rule; sysctl net.ipv4.conf.all.arp_ignore").stdout
+    rc, out, changed = lab.mesh("--check", "--diff")
+    after = lab.ssh(a, "ip rule; sysctl net.ipv4.conf.all.arp_ignore").stdout
     check(
-        f"mesh_network repairs {a} (rc {rc}, changed={recap.group(1) if recap else '?'})",
-        rc == 0 and recap is not None and int(recap.group(1)) > 0,
+        f"mesh_network --check --diff reports the repair on {a} only and changes nothing ({changed})",
+        rc == 0
+        and changed.get(a, 0) > 0
+        and not any(changed.get(h) for h in lab.hosts if h != a)
+        and before == after,
+        tail(out) if rc else after,
+    )
+    rc, out, changed = lab.mesh()
+    check(
+        f"mesh_network repairs {a} (rc {rc}, changed {changed})",
+        rc == 0 and changed.get(a, 0) > 0 and not any(changed.get(h) for h in lab.hosts if h != a),
         tail(out) if rc else "",
     )
     for nic in nics:
@@ -229,9 +250,58 @@ def case_flux(lab: Lab) -> None:
     )
 
 
+def case_lost_address(lab: Lab) -> None:
+    """A NIC's address deleted by hand (any scheme): the report names the NIC and its rail, --check reports
+    the repair, a run puts the address back, and a second run changes nothing."""
+    a, nic = lab.hosts[-1], lab.ports[lab.hosts[-1]][-1]
+    rail = f"rail{len(lab.ports[a]) - 1}"
+    address = lab.address(a, nic)
+    gone = lab.ssh(a, f"ip addr flush dev {nic} && ip -4 -br addr show dev {nic}")
+    check(
+        f"{a} {nic}'s {address} deleted by hand",
+        gone.returncode == 0 and address not in gone.stdout,
+        gone.stderr,
+    )
+    rc, table = reachability(lab)
+    text = "\n".join(table)
+    check(
+        f"the reachability report names {a} {nic} on {rail}",
+        f"{a} {nic} ({rail})" in text and "FAIL" in text,
+        text,
+    )
+    rc, out, changed = lab.mesh("--check", "--diff")
+    check(
+        f"mesh_network --check reports the repair on {a} only ({changed}), the address still gone",
+        rc == 0
+        and changed.get(a, 0) > 0
+        and not any(changed.get(h) for h in lab.hosts if h != a)
+        and address not in lab.ssh(a, f"ip -4 -br addr show dev {nic}").stdout,
+        tail(out) if rc else "",
+    )
+    rc, out, changed = lab.mesh()
+    back = lab.ssh(a, f"ip -4 -br addr show dev {nic}").stdout
+    check(
+        f"mesh_network puts it back ({changed})", rc == 0 and changed.get(a, 0) > 0 and address in back, back
+    )
+    rc, out, changed = lab.mesh()
+    check(
+        f"a second run changes nothing ({changed})",
+        rc == 0 and not any(changed.values()),
+        tail(out) if rc else "",
+    )
+    rc, table = reachability(lab)
+    text = "\n".join(table)
+    check(
+        "every check of the reachability report passes again",
+        "FAIL" not in text and "node pairs OK" in text,
+        text,
+    )
+
+
 CASES: dict[str, Callable[[Lab], None]] = {
     "rails_verify": case_rails_verify,
     "flux": case_flux,
+    "lost_address": case_lost_address,
 }
 
 
