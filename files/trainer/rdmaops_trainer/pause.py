@@ -8,7 +8,8 @@ there until it gets SIGCONT (or is killed), so the test acts in that moment by c
 
 Values: ``start`` (after the start record, before the first step), ``checkpoint@N`` (right after the
 checkpoint of step N is saved and logged) and ``end`` (after the last step, its checkpoint and export;
-before the end record), or several, comma-separated (``checkpoint@10,end``: held at each in turn). train.yml's watch sees held ranks as stopped (state T): a test that holds a job sets
+before the end record), or several, comma-separated (``checkpoint@10,end``: held at each in turn).
+train.yml's watch sees held ranks as stopped (state T): a test that holds a job sets
 ``train_stopped_timeout`` above the time it holds it.
 """
 
