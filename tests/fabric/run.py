@@ -10,7 +10,7 @@ Cases:
   has one bandwidth matrix per rail and the reachability table one per rail, every ARP answered by its NIC.
 - flux (shared scheme): the fix taken away on the first node by hand (arp_ignore/arp_announce 0, the NICs'
   source rules deleted): the lab shows ARP flux (two MACs answer for one address) and one NIC's traffic
-  leaving by the other; the reachability report names the NIC, the check and the MACs; --check --diff
+  leaving by the other; verify.yml fails, naming the NIC, its rail, the check and the MACs; --check --diff
   reports the repair on that node only and changes nothing; mesh_network repairs both (its sysctls,
   netplan_apply's drift), after which one MAC answers, the traffic leaves by its NIC and every check passes.
 - lost_address (any scheme): a NIC's address deleted by hand: named by the report, --check reports the repair
@@ -180,6 +180,9 @@ def case_flux(lab: Lab) -> None:
     own = {nic: lab.address(a, nic) for nic in nics}
     peer = {nic: lab.address(b, lab.ports[b][k]) for k, nic in enumerate(nics)}
     macs = {lab.mac(a, nic): f"{a} {nic}" for nic in nics}
+    if lab.ssh(b, "command -v arping").returncode != 0:
+        check(f"{b} has arping (verify.yml installs iputils-arping: run rails_verify first)", False)
+        return
     sysctls = " ".join(f"net.ipv4.conf.{p}.{k}=0" for p in nics for k in ("arp_ignore", "arp_announce"))
     rules = " && ".join(f"ip rule del from {addr}" for addr in own.values())
     broke = lab.ssh(a, f"sysctl -qw {sysctls} && {rules} && ip rule")
@@ -205,15 +208,18 @@ def case_flux(lab: Lab) -> None:
         dev == first != victim,
         dev,
     )
-    rc, table = reachability(lab)
-    text = "\n".join(table)
+    # verify.yml fails, its report naming the NIC, its rail, the check and the MACs
+    rc, out = lab.play("verify.yml", *FAST_VERIFY, timeout=900)
+    report = (ROOT / "reports" / "latest" / "report.md").read_text() if rc != 124 else ""
+    failures = report.partition("## Failures")[2]
     check(
-        f"the reachability report names {a} {victim}, ARP flux with both MACs, and the wrong egress",
-        f"{a} {victim} {own[victim]} ({rail}) ARP flux" in text
-        and all(mac in text for mac in macs)
-        and f"{a} {victim} ({rail}) egress: traffic from {own[victim]}" in text
-        and f"leaves by {first}, not {victim}" in text,
-        text,
+        f"verify.yml fails naming {a} {victim}: ARP flux with both MACs, and the wrong egress",
+        rc != 0
+        and f"{a} {victim} {own[victim]} ({rail}) ARP flux" in failures
+        and all(mac in failures for mac in macs)
+        and f"{a} {victim} ({rail}) egress: traffic from {own[victim]}" in failures
+        and f"leaves by {first}, not {victim}" in failures,
+        failures.strip()[:1500] or tail(out),
     )
     before = lab.ssh(a, "ip rule; sysctl net.ipv4.conf.all.arp_ignore").stdout
     rc, out, changed = lab.mesh("--check", "--diff")

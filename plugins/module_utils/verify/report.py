@@ -81,7 +81,9 @@ def build_report(
     for host, entries in sorted((reachability or {}).items()):
         for entry in entries or []:
             if not entry.get("ok"):
-                reach_failures.append(f"{host} -> {entry.get('error') or entry.get('address')}")
+                error = str(entry.get("error") or entry.get("address"))
+                # a NIC's own check names its node first ("node1 data1 (rail1) egress: ...")
+                reach_failures.append(error if error.startswith(f"{host} ") else f"{host} -> {error}")
     failures = reach_failures + failures
     gate_failures = [f"{h}: {msg}" for h, g in sorted((gate or {}).items()) for msg in g.get("failures", [])]
     failures = gate_failures + failures + evaluate_collective(collective, limits)
