@@ -85,6 +85,12 @@ def _fabric_checks(plan: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
     check per peer NIC (``arp_checks``)."""
     rail_peers = plan.get("rail_peers")
     checks: list[dict[str, Any]] = []
+    # this node's own NICs, named once (every ARP check lists them: a node answering for itself is flux too)
+    own = [
+        {"mac": r.get("mac"), "nic": f"{plan.get('host', 'this node')} {r['ifname']}, {r['name']}"}
+        for r in plan["rails"]
+        if r.get("mac")
+    ]
     for peer, address in plan["peers"].items():
         if not rail_peers:
             checks.append(
@@ -100,6 +106,12 @@ def _fabric_checks(plan: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
             )
             continue
         nics = _peer_nics(plan, peer)
+        # the MACs that may answer an ARP on any rail, named once per peer (not per rail)
+        names = [
+            {"mac": n["mac"], "nic": f"{peer} {n.get('ifname') or '?'}, rail{k}"}
+            for k, n in enumerate(nics)
+            if n.get("mac")
+        ] + own
         for rail in plan["rails"]:
             checks.append(
                 {
@@ -115,7 +127,7 @@ def _fabric_checks(plan: Mapping[str, Any], size: int) -> list[dict[str, Any]]:
                     "peer_ifname": nics[rail["rail"]]["ifname"] or "",
                 }
             )
-            checks.append(arp_check(plan, peer, rail, nics))
+            checks.append(arp_check(plan, peer, rail, nics, names))
     return checks
 
 
@@ -127,18 +139,25 @@ def _peer_nics(plan: Mapping[str, Any], peer: str) -> list[dict[str, Any]]:
 
 
 def arp_check(
-    plan: Mapping[str, Any], peer: str, rail: Mapping[str, Any], nics: Sequence[Mapping[str, Any]]
+    plan: Mapping[str, Any],
+    peer: str,
+    rail: Mapping[str, Any],
+    nics: Sequence[Mapping[str, Any]],
+    names: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """An ARP for the peer's address on ``rail``, asked from this node's NIC on that rail: only the peer's NIC
-    on the rail may answer (``expected_mac``); ``nics`` names every MAC of the peer and of this node."""
+    on the rail may answer (``expected_mac``); ``nics`` names every MAC of the peer and of this node
+    (``names``: that list made once per peer by the caller, else made here)."""
     i = int(rail["rail"])
-    names = [
-        {"mac": n.get("mac"), "nic": f"{peer} {n.get('ifname') or '?'}, rail{k}"} for k, n in enumerate(nics)
-    ]
-    names += [
-        {"mac": r.get("mac"), "nic": f"{plan.get('host', 'this node')} {r['ifname']}, {r['name']}"}
-        for r in plan["rails"]
-    ]
+    if names is None:
+        names = [
+            {"mac": n.get("mac"), "nic": f"{peer} {n.get('ifname') or '?'}, rail{k}"}
+            for k, n in enumerate(nics)
+        ]
+        names += [
+            {"mac": r.get("mac"), "nic": f"{plan.get('host', 'this node')} {r['ifname']}, {r['name']}"}
+            for r in plan["rails"]
+        ]
     return {
         "dst": peer,
         "kind": "arp",
