@@ -144,15 +144,16 @@ def case_rails_verify(lab: Lab) -> None:
         len(pairs) == n * (n - 1) and all(len(p) == rails for p in pairs),
         json.dumps(pairs),
     )
-    # Each measurement's bytes left by its own NIC: the client port's transmit counter grew by at least the
-    # bytes iperf3 sent (a NIC whose traffic left by another would show almost nothing).
+    # Each measurement's bytes left by its own NIC: the client port's transmit counter grew by about the bytes
+    # iperf3 sent (verify's own rule, thresholds.py: at least 90%; the counter is read when iperf3 ends, with
+    # a few kB maybe still queued). A NIC whose traffic left by another shows almost nothing.
     own = [
         r
         for r in rows
-        if r.get("port_tx_bytes") and r.get("bytes_sent") and r["port_tx_bytes"] >= r["bytes_sent"]
+        if r.get("port_tx_bytes") and r.get("bytes_sent") and r["port_tx_bytes"] >= 0.9 * r["bytes_sent"]
     ]
     check(
-        f"each NIC's bytes left by that NIC ({len(own)}/{len(rows)} transmit counters >= bytes sent)",
+        f"each NIC's bytes left by that NIC ({len(own)}/{len(rows)} transmit counters >= 90% of bytes sent)",
         len(own) == len(rows),
         json.dumps([(r["label"], r.get("bytes_sent"), r.get("port_tx_bytes")) for r in rows]),
     )
