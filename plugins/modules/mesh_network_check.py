@@ -20,8 +20,10 @@ description:
   - Otherwise returns the node's plan - its part of the cluster's plan (O(part)) with its ports resolved, the
     netplan document (a mesh's cables and routes; a switched fabric's ports, each NIC's routing table and
     source rule where the scheme has them), the sysctls (forwarding where other nodes' traffic crosses it;
-    C(arp_ignore), C(arp_announce), C(rp_filter) on each fabric port of a node with several), the paths to
-    probe after the apply and in verify.
+    C(arp_ignore), C(arp_announce), C(rp_filter) on each fabric port of a node with several; with backup
+    routes also loose reverse-path filtering and C(ignore_routes_with_linkdown), in a ring C(accept_local)),
+    C(networkd_dropin) (C(path) and C(content), empty without a ring's transit rules: netplan has no
+    incoming-interface rules), the paths to probe after the apply and in verify.
 author:
   - Rdmaops Developers (@rdmaops)
 options:

@@ -122,8 +122,8 @@ options:
     type: bool
     default: false
   backup_routes:
-    description: A full mesh of 3+ nodes - plan a second route to every node address over another neighbour
-      (metric 100), with the sysctls it needs.
+    description: A full mesh of 3+ nodes or a ring - plan a second route to every node address over another
+      neighbour (metric 100), with the sysctls it needs (and in a ring the transit tables and their rules).
     type: bool
     default: true
 extends_documentation_fragment:
@@ -180,8 +180,8 @@ plan:
     - C(cabling) (mesh) holds C(shape) (full_mesh, ring, chain or partial), C(order) (the nodes along the
       ring or chain, for rank order), C(link_prefix), C(max_cables) (cables of the most cabled pair),
       C(cables), C(transit), C(non_neighbours), C(max_hops), C(device_index_problems) (pairs NCCL's
-      built-in subnet-aware routing cannot connect on some device index) and C(backup) (C(full_mesh) when the
-      nodes have backup routes, else empty).
+      built-in subnet-aware routing cannot connect on some device index) and C(backup) (C(full_mesh) or
+      C(ring) when the nodes have backup routes, else empty).
   returned: always
   type: dict
 """

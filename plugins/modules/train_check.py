@@ -91,8 +91,8 @@ options:
     type: dict
     default: {}
   backup_routes:
-    description: Whether mesh_network gave the node addresses backup routes (a full mesh of 3+ nodes) - the
-      watched cables of C(plan.cables) are then C(rerouted).
+    description: Whether mesh_network gave the node addresses backup routes (a full mesh of 3+ nodes or a
+      ring) - the watched cables of C(plan.cables) are then C(rerouted).
     type: bool
     default: true
   venv:

@@ -176,20 +176,48 @@ class Graph:
         return self.next_hops(src).get(dst)
 
     def backup_kind(self) -> str:
-        """Which backup routes the cabling allows (backup.py): 'full_mesh' (3+ nodes, every pair cabled) or
-        '' (a pair of nodes, rings, chains and partial meshes: none)."""
-        return "full_mesh" if self.shape() == "full_mesh" and len(self.hosts) >= 3 else ""
+        """Which backup routes the cabling allows (backup.py): 'full_mesh' (3+ nodes, every pair cabled),
+        'ring' (4+ nodes, two neighbours each: the long way round) or '' (a pair of nodes, chains and partial
+        meshes: none)."""
+        shape = self.shape()
+        if shape == "full_mesh" and len(self.hosts) >= 3:
+            return "full_mesh"
+        return "ring" if shape == "ring" else ""
 
     def backup_hops(self, src: str) -> dict[str, str]:
         """{dst: the neighbour of ``src`` that carries its backup route to ``dst``}; {} without backups. In a
         full mesh: the first node after ``src`` in host order (round the end) that is not ``dst``, so that for
         one destination the backups of all the other nodes form one cycle through them: a packet whose
-        cables fail one after another walks on instead of coming straight back."""
-        if not self.backup_kind():
+        cables fail one after another walks on instead of coming straight back. In a ring: the other
+        neighbour than the route's next hop (the long way round)."""
+        kind = self.backup_kind()
+        if kind == "ring":
+            hops = self.next_hops(src)
+            return {dst: next(p for p in self.neighbours[src] if p != step) for dst, step in hops.items()}
+        if not kind:
             return {}
         k = self.index[src]
         after = self.hosts[k + 1 :] + self.hosts[:k]
         return {dst: next(p for p in after if p != dst) for dst in after}
+
+    def backup_paths(self, src: str) -> dict[str, list[str]]:
+        """{dst: the nodes a packet from ``src`` to ``dst``'s node address passes on its backup route}; {}
+        without backups. Full mesh: through the backup neighbour, which sends it over its own cable. Ring: on
+        round the ring the way the backup neighbour lies (each node carries on what arrives from one
+        neighbour to the other: backup.py's transit tables), the long way."""
+        hops = self.backup_hops(src)
+        if self.backup_kind() != "ring":
+            return {dst: [src, step, dst] for dst, step in hops.items()}
+        n = len(self.hosts)
+        cycle = self.order()
+        at = cycle.index(src)
+        forward = cycle[at:] + cycle[:at] + [src]  # src, its next node along the cycle, ..., src
+        backward = forward[::-1]  # src, its previous node, ..., src
+        out: dict[str, list[str]] = {}
+        for dst, step in hops.items():
+            way = forward if step == forward[1] else backward
+            out[dst] = way[: n - int(self.dist[src][dst]) + 1]
+        return out
 
     def path(self, src: str, dst: str) -> list[str]:
         """The nodes from ``src`` to ``dst`` along the routes (next hop after next hop); [] when cut off."""

@@ -54,7 +54,7 @@ MESH_NETWORK_PLAN_SPEC: dict[str, Any] = {
     # it without facts in ``nodes`` could not be reached
     "play_hosts": {"type": "list", "elements": "str", "default": []},
     "allow_unreachable": {"type": "bool", "default": False},
-    # a full mesh of 3+ nodes: a second route to every node address over another neighbour (backup.py)
+    # a full mesh of 3+ nodes or a ring: a second route to each node address via another neighbour (backup.py)
     "backup_routes": {"type": "bool", "default": True},
 }
 

@@ -146,6 +146,8 @@ def node_plan(
         "hops": dict.fromkeys(peers, 1),
         "forwarding": [],
         "sysctl": sysctls(mine),
+        # no ring here: no transit rules (mesh/backup.py), no drop-in to write
+        "networkd_dropin": {"path": "", "content": ""},
     }
     if len(mine) > 1:
         plan["rail_peers"] = {h: [r["address"] for r in rails[h]] for h in peers}

@@ -70,7 +70,8 @@ def host_plan(
 
     Each link (one per cable of this host) carries ``routes``: the hosts whose node address is routed over
     it, along a shortest path (cabling.Graph.next_hop); a pair's further cables (rails) carry none. With
-    ``backups`` (the role's default) a full mesh of 3+ nodes also gets its backup routes (backup.py).
+    ``backups`` (the role's default) a full mesh of 3+ nodes or a ring also gets its backup routes
+    (backup.py).
     """
     names = check_hosts(hosts)
     if host not in names:
@@ -139,6 +140,10 @@ def mesh_parts(
                 links_of[end].append(link)
     transit = set(graph.transit())
     kind = graph.backup_kind() if backups else ""
+    # a ring's transit tables route the node addresses (backup.py); one prefix when no cable's subnet is in it
+    prefixes = (
+        mb.transit_prefixes(nodes, [str(link["subnet"]) for link in all_links]) if kind == "ring" else []
+    )
     # every pair's path at once for the cluster; one node's alone (host_plan) costs its own paths only
     every_path = graph.paths() if only is None else {h: {d: graph.path(h, d) for d in names} for h in wanted}
     out: dict[str, dict[str, Any]] = {}
@@ -147,6 +152,7 @@ def mesh_parts(
         for dst, step in graph.next_hops(host).items():
             routed.setdefault(step, []).append(dst)
         backed = mb.by_neighbour(graph.backup_hops(host), index) if kind else {}
+        tables = mb.ring_tables(graph.neighbours[host]) if kind == "ring" else {}
         links: list[dict[str, Any]] = []
         for link in links_of[host]:
             k = int(link.get("k") or 0)
@@ -172,6 +178,7 @@ def mesh_parts(
                     if k == 0
                     else [],
                     "backups": backed.get(peer, []) if k == 0 else [],
+                    "transit_routes": mb.transit_routes(peer, tables, prefixes) if k == 0 and tables else [],
                 }
             )
         links.sort(key=lambda entry: (index[entry["peer"]], entry["k"]))
@@ -182,6 +189,9 @@ def mesh_parts(
             "paths": {h: every_path[host].get(h, []) for h in names if h != host},
             "transit": host in transit,
             "backup": kind,
+            # where each node address goes while its route's first cable is out (verify's DEGRADED)
+            "backup_paths": graph.backup_paths(host) if kind else {},
+            "ring_tables": tables,
         }
     return out
 
@@ -212,6 +222,7 @@ def mesh_node_plan(
         )
     kind = str(part.get("backup") or "")
     forwarding = [entry["ifname"] for entry in links] if part["transit"] or kind else []
+    rules = mb.transit_rules(links, part.get("ring_tables") or {})
     return {
         "host": host,
         "index": part["index"],
@@ -226,8 +237,11 @@ def mesh_node_plan(
         "paths": dict(part["paths"]),
         # Packets between two other nodes pass here (a path, or a backup route): the data ports forward them.
         "forwarding": forwarding,
-        "sysctl": mb.sysctl(forwarding, bool(part["transit"]), bool(kind)),
+        "sysctl": mb.sysctl(forwarding, bool(part["transit"]), kind),
         "backup": kind,
+        "backup_paths": dict(part.get("backup_paths") or {}),
+        # a ring's transit rules (backup.py): the networkd drop-in the role writes, or removes ('')
+        "networkd_dropin": {"path": mb.dropin_path(nodeaddr_ifname), "content": mb.dropin(host, rules)},
     }
 
 

@@ -61,7 +61,7 @@ TRAIN_CHECK_SPEC: dict[str, Any] = {
     # the data network as the inventory describes it (mesh_network_topology, every host's mesh_network_ports)
     "topology": {"type": "str", "default": "mesh", "choices": ["mesh", "switched"]},
     "ports": {"type": "dict", "default": {}},
-    # mesh_network_backup_routes: a full mesh of 3+ nodes routes node addresses round a lost cable
+    # mesh_network_backup_routes: a full mesh of 3+ nodes or a ring routes node addresses round a lost cable
     "backup_routes": {"type": "bool", "default": True},
     "venv": {"type": "path", "default": "/opt/rdmaops/venv"},
     "base_dir": {"type": "path", "default": "/var/lib/rdmaops/train"},

@@ -90,9 +90,9 @@ def watched_cables(
     """Per node, the data ports of the direct cables (every host's mesh_network_ports) that its agent reads:
     {port, peer, rerouted}. mesh_network routes a node address over a pair's first cable; a pair's second or
     later cable (rails) leaves the node addresses their path when lost, and so does any cable of a full mesh
-    of 3+ nodes with backup routes (mesh_network_backup_routes, module_utils/mesh/backup.py). A port listed by
-    MAC only is left out (the agent reads /sys/class/net by name), as is a switched fabric (its cables are not
-    in the inventory)."""
+    of 3+ nodes or a ring with backup routes (mesh_network_backup_routes, module_utils/mesh/backup.py). A port
+    listed by MAC only is left out (the agent reads /sys/class/net by name), as is a switched fabric (its
+    cables are not in the inventory)."""
     names = list(hosts)
     if topology != "mesh":
         return {}

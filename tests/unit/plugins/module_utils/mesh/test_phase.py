@@ -144,7 +144,63 @@ def test_a_ring_plans_routes_hops_and_the_cabling_summary() -> None:
     assert cabling["transit"] == ["node1", "node2"] and plan["forwarding"] == ["data1", "data0"]
     assert plan["hops"] == {"node2": 1, "node3": 2, "node4": 1}
     routes = plan["netplan"]["network"]["ethernets"]["data1"]["routes"]
-    assert [r["to"] for r in routes] == ["10.255.0.2/32", "10.255.0.3/32"]
+    assert [r["to"] for r in routes if "metric" not in r and "table" not in r] == [
+        "10.255.0.2/32",
+        "10.255.0.3/32",
+    ]
+
+
+def test_a_ring_routes_every_node_address_the_long_way_round_too() -> None:
+    """node1's data0 faces node4, data1 node2 (lab_ring). Its backups go the other way round; what arrives
+    from node2 is looked up in table 210, from node4 in 211 (host order): on to the other neighbour, or back
+    (metric 100) while that cable is out."""
+    out = role_phases(inventory(lab_ring(4)))
+    assert out["errors"] == [] and out["cluster"]["cabling"]["backup"] == "ring"
+    plan = out["plan"]
+    doc = plan["netplan"]["network"]["ethernets"]
+    own, pool = "10.255.0.1", "10.255.0.0/29"
+    to2, to4 = doc["data1"]["routes"][0]["via"], doc["data0"]["routes"][0]["via"]
+    assert doc["data1"]["routes"] == [
+        {"to": "10.255.0.2/32", "via": to2, "from": own},
+        {"to": "10.255.0.3/32", "via": to2, "from": own},
+        {"to": "10.255.0.4/32", "via": to2, "from": own, "metric": 100},
+        {"to": pool, "via": to2, "table": 210, "metric": 100},
+        {"to": pool, "via": to2, "table": 211},
+    ]
+    assert doc["data0"]["routes"] == [
+        {"to": "10.255.0.4/32", "via": to4, "from": own},
+        {"to": "10.255.0.2/32", "via": to4, "from": own, "metric": 100},
+        {"to": "10.255.0.3/32", "via": to4, "from": own, "metric": 100},
+        {"to": pool, "via": to4, "table": 210},
+        {"to": pool, "via": to4, "table": 211, "metric": 100},
+    ]
+    dropin = plan["networkd_dropin"]
+    assert (
+        dropin["path"] == "/etc/systemd/network/10-netplan-nodeaddr0.network.d/60-rdmaops-ring-transit.conf"
+    )
+    sections = [block.splitlines() for block in dropin["content"].split("\n\n")[1:]]
+    assert sections == [
+        ["[RoutingPolicyRule]", "IncomingInterface=data1", "Table=210", "Priority=210"],
+        ["[RoutingPolicyRule]", "IncomingInterface=data0", "Table=211", "Priority=211"],
+    ]
+    sysctl = {x["name"]: x["value"] for x in plan["sysctl"]}
+    assert (
+        sysctl["net.ipv4.conf.data0.accept_local"] == "1" and sysctl["net.ipv4.conf.data1.rp_filter"] == "2"
+    )
+    # verify's DEGRADED names the way round: node3 (two cables away) the other way, node2 (a neighbour) 3 hops
+    assert plan["backup_paths"] == {
+        "node2": ["node1", "node4", "node3", "node2"],
+        "node3": ["node1", "node4", "node3"],
+        "node4": ["node1", "node2", "node3", "node4"],
+    }
+    # the option off: the ring as before, no tables, no drop-in (the role removes one left behind)
+    off = role_phases(inventory(lab_ring(4), backup_routes=False))["plan"]
+    assert off["networkd_dropin"]["content"] == "" and off["backup_paths"] == {}
+    assert all(
+        "table" not in r and "metric" not in r
+        for e in off["netplan"]["network"]["ethernets"].values()
+        for r in e["routes"]
+    )
 
 
 def error_of(params: dict[str, Any]) -> str:

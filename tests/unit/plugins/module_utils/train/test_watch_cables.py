@@ -138,10 +138,19 @@ def test_the_watched_cables_come_from_every_hosts_port_map() -> None:
     # without them (mesh_network_backup_routes: false) a node address has one route
     got = watched_cables(["node1", "node2", "node3"], "mesh", ring, backup_routes=False)
     assert not any(c["rerouted"] for v in got.values() for c in v)
-    # a 4-node ring has no backup routes
+    # a 4-node ring routes the long way round (backup.py's transit tables); a chain has no other path
     hosts = ["node1", "node2", "node3", "node4"]
     four = {h: {hosts[i - 1]: "data0", hosts[(i + 1) % 4]: "data1"} for i, h in enumerate(hosts)}
-    assert not any(c["rerouted"] for v in watched_cables(hosts, "mesh", four).values() for c in v)
+    assert all(c["rerouted"] for v in watched_cables(hosts, "mesh", four).values() for c in v)
+    assert not any(
+        c["rerouted"] for v in watched_cables(hosts, "mesh", four, backup_routes=False).values() for c in v
+    )
+    chain = {
+        "node1": {"node2": "data1"},
+        "node2": {"node1": "data0", "node3": "data1"},
+        "node3": {"node2": "data0"},
+    }
+    assert not any(c["rerouted"] for v in watched_cables(hosts[:3], "mesh", chain).values() for c in v)
 
 
 def test_a_pairs_second_cable_leaves_the_node_addresses_their_path_and_a_mac_only_port_is_not_read() -> None:
