@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -128,6 +129,23 @@ def run_bounded(argv: list[str], timeout: float, **popen: Any) -> tuple[int, str
         signal_tree(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
         return 124, out or "", (err or "") + f"\n(killed after {timeout:g} s)\n"
+
+
+def lab_report(inventory: Path, timeout: float = 300) -> tuple[int, list[str]]:
+    """playbooks/lab_report.yml on INVENTORY (mesh_network's verify step, recorded, not failed): its exit
+    status and its reachability table, whole lines as the play printed them (read from the JSON callback);
+    [] when the play printed none."""
+    report_env = env()
+    report_env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    argv = [tool("ansible-playbook"), "-i", str(inventory), str(ROOT / "playbooks/lab_report.yml")]
+    rc, out, _err = run_bounded(argv, timeout, cwd=ROOT, env=report_env)
+    for play in json.loads(out[: out.rfind("}") + 1] or "{}").get("plays", []):
+        for task in play["tasks"]:
+            for result in task["hosts"].values():
+                msg = result.get("msg")
+                if isinstance(msg, list) and any("node pairs OK" in str(line) for line in msg):
+                    return rc, [str(line) for line in msg]
+    return rc, []
 
 
 def check(name: str, ok: bool, detail: str = "") -> bool:

@@ -32,7 +32,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, check, env, run_bounded, run_cases, tool
+from labkit import ROOT, check, env, lab_report, run_bounded, run_cases, tool
 
 MAC = re.compile(r"\[([0-9a-f]{2}(?::[0-9a-f]{2}){5})\]", re.IGNORECASE)
 FAST_VERIFY = ["-e", "verify_allreduce=false", "-e", "verify_qos=false", "-e", "verify_duration=2"]
@@ -101,19 +101,6 @@ def tail(out: str) -> str:
     if not starts:
         return " | ".join(lines[-20:])[-1500:]
     return " | ".join(line.strip() for line in lines[starts[-1] : starts[-1] + 30])[:2500]
-
-
-def reachability(lab: Lab) -> tuple[int, list[str]]:
-    """playbooks/lab_report.yml (mesh_network's checks, recorded, not failed): (rc, the table's lines)."""
-    rc, out = lab.play("playbooks/lab_report.yml", timeout=300, json_out=True)
-    table: list[str] = []
-    for play in json.loads(out[: out.rfind("}") + 1] or "{}").get("plays", []):
-        for task in play["tasks"]:
-            for result in task["hosts"].values():
-                msg = result.get("msg")
-                if isinstance(msg, list) and any("node pairs OK" in str(line) for line in msg):
-                    table = [str(line) for line in msg]
-    return rc, table
 
 
 def case_rails_verify(lab: Lab) -> None:
@@ -248,7 +235,7 @@ def case_flux(lab: Lab) -> None:
         )
         dev = lab.egress(a, peer[nic], own[nic])
         check(f"with the fix, the traffic from {own[nic]} leaves by {nic}", dev == nic, dev)
-    rc, table = reachability(lab)
+    rc, table = lab_report(lab.inventory)
     text = "\n".join(table)
     check(
         "every check of the reachability report passes again",
@@ -269,7 +256,7 @@ def case_lost_address(lab: Lab) -> None:
         gone.returncode == 0 and address not in gone.stdout,
         gone.stderr,
     )
-    rc, table = reachability(lab)
+    rc, table = lab_report(lab.inventory)
     text = "\n".join(table)
     check(
         f"the reachability report names {a} {nic} on {rail}",
@@ -296,7 +283,7 @@ def case_lost_address(lab: Lab) -> None:
         rc == 0 and not any(changed.values()),
         tail(out) if rc else "",
     )
-    rc, table = reachability(lab)
+    rc, table = lab_report(lab.inventory)
     text = "\n".join(table)
     check(
         "every check of the reachability report passes again",

@@ -30,7 +30,20 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from labkit import ROOT, add_tier, check, chosen, env, finish, output, run_bounded, run_cases, spawn, tool
+from labkit import (
+    ROOT,
+    add_tier,
+    check,
+    chosen,
+    env,
+    finish,
+    lab_report,
+    output,
+    run_bounded,
+    run_cases,
+    spawn,
+    tool,
+)
 
 # The trainer processes themselves (not torchrun's agent, whose command line names torch.distributed.run).
 TRAINER = r"^[^ ]*python[^ ]* (-u )?-m rdmaops_trainer "
@@ -471,22 +484,6 @@ def route_dev(lab: Lab, host: str, dst: str) -> str:
     return str(route[0].get("dev", ""))
 
 
-def reachability_lines(lab: Lab) -> list[str]:
-    """playbooks/lab_report.yml's table (mesh_network's verify step, recorded, not failed), read from the
-    JSON callback: whole lines, as the play printed them."""
-    ansible_env = env()
-    ansible_env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    argv = [tool("ansible-playbook"), "-i", str(lab.inventory), "playbooks/lab_report.yml"]
-    _rc, out, _err = run_bounded(argv, 300, cwd=ROOT, env=ansible_env)
-    for play in json.loads(out[: out.rfind("}") + 1] or "{}").get("plays", []):
-        for task in play["tasks"]:
-            for result in task["hosts"].values():
-                msg = result.get("msg")
-                if isinstance(msg, list) and any("node pairs OK" in str(line) for line in msg):
-                    return [str(line) for line in msg]
-    return []
-
-
 def in_output(proc: subprocess.Popen[str], text: str, limit: float) -> float | None:
     """Seconds until TEXT is in what the background play has written, polled every 0.2 s; None past LIMIT
     or when the play ended without it."""
@@ -535,7 +532,7 @@ def case_cable_pulled(lab: Lab) -> None:
             named = in_output(proc, f"{node} {port}, the cable to {peer}, ", 60)
             backup = route_dev(lab, node, dst)
             # the reachability report of that moment
-            report = "\n".join(reachability_lines(lab))
+            report = "\n".join(lab_report(lab.inventory)[1])
             resume_all(lab)
             held_end = paused(lab)
         subprocess.run(["ip", "-n", netns, "link", "set", port, "up"], check=True)
@@ -1094,6 +1091,15 @@ def case_tiny_on_2(lab: Lab) -> None:
     tiny_fitted(lab, [2])
 
 
+def case_tiny_on_4(lab: Lab) -> None:
+    """tiny with no overrides on a lab of 4 nodes (the ring4 scenario: the CI tier's third size, its rank
+    order the ring's); a smaller lab cannot hold it and says so."""
+    if len(lab.hosts) < 4:
+        print(f"SKIP tiny_on_4: the lab has {len(lab.hosts)} nodes (tiny_fits runs the sizes it holds)")
+        return
+    tiny_fitted(lab, [4])
+
+
 def tiny_fitted(lab: Lab, sizes: list[int]) -> None:
     """tiny_fits on each node count of SIZES."""
     for n in sizes:
@@ -1187,10 +1193,11 @@ CASES: dict[str, Callable[[Lab], None]] = {
     "recipe_once": case_recipe_once,
     "render": case_render,
     "health": case_health,
-    # tiny fitted to other node counts (CI runs 2 of the lab's 3 nodes; the full tier every size the lab
-    # holds); Ctrl-C, a second launch, re-attach (full tier)
+    # tiny fitted to other node counts (CI runs 2 of the lab's 3 nodes, and the ring4 scenario's 4; the full
+    # tier every size the lab holds); Ctrl-C, a second launch, re-attach (full tier)
     "tiny_fits": case_tiny_fits,
     "tiny_on_2": case_tiny_on_2,
+    "tiny_on_4": case_tiny_on_4,
     "reattach": case_reattach,
 }
 # What make test runs (--tier ci): one case per mechanism on real nodes. The others re-check a mechanism that
