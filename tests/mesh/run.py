@@ -429,10 +429,10 @@ def case_cable_down(lab: Lab) -> None:
         rc, cells, table = reachability(lab)
         ends = {(cable["a"], cable["b"]), (cable["b"], cable["a"])}
         if backups:
-            # the cable's own ends fail (its link check) while their node addresses answer the long way
-            # round (DEGRADED lines); every other pair routed over it answers: DEGRADED where the route's first
-            # cable is the lost one or the replies cross more hops, else plain OK (a ping's replies cannot show
-            # that its requests were turned round further on)
+            # the cable's own ends fail (its link check) while their node addresses answer the long
+            # way round (DEGRADED lines); every other pair routed over it answers: DEGRADED where the
+            # route's first cable is the lost one or the replies cross more hops, else plain OK (a ping's
+            # replies cannot show that its requests were turned round further on)
             degraded = with_verdict(cells, "DEGRADED")
             ok = with_verdict(cells, "FAIL") == ends and bool(degraded) and degraded <= want - ends
             ok = ok and all(f"DEGRADED {src} -> {dst} node address" in table for src, dst in ends)
