@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import reachability
+from ansible_collections.rdmaops.cluster.plugins.module_utils.mesh import host_plan, reachability
 
-from .conftest import mesh_plans
+from .conftest import PLAN_ARGS, mesh_plans
 
 ROUTE_OK = '[{"dst":"192.168.100.2","dev":"mesh0","prefsrc":"192.168.100.1","flags":[],"uid":0,"cache":[]}]'
 ROUTE_MGMT = json.dumps(
@@ -107,6 +107,49 @@ def test_a_node_address_on_its_backup_route_is_degraded_not_failed() -> None:
     assert not res["ok"] and "route goes via eth0 instead of mesh1" in res["error"]
     (res,) = reachability.verify_results([node3], [route], [{"rc": 1, "stdout": PING_MTU, "stderr": ""}])
     assert not res["ok"] and not res.get("degraded")
+
+
+def ring_plan(host: str, backups: bool) -> dict[str, object]:
+    """A 4-node ring as the lab cables it: node i's data1 to node i+1's data0."""
+    hosts = ["node1", "node2", "node3", "node4"]
+    ports = {h: {hosts[i - 1]: "data0", hosts[(i + 1) % 4]: "data1"} for i, h in enumerate(hosts)}
+    return host_plan.host_plan(
+        host,
+        hosts,
+        "mesh",
+        ports=ports[host],
+        all_ports=ports,
+        interfaces={"data0": "", "data1": ""},
+        **PLAN_ARGS,
+        backups=backups,
+    )
+
+
+def test_a_ring_pair_that_goes_the_long_way_round_is_degraded_not_failed() -> None:
+    checks = reachability.path_checks(ring_plan("node1", True), 9000)
+    node2 = next(c for c in checks if (c["dst"], c["kind"]) == ("node2", "node"))
+    node3 = next(c for c in checks if (c["dst"], c["kind"]) == ("node3", "node"))
+    # node1's backup to its neighbour node2 goes round by node4 and node3 (data0)
+    assert (node2["backup_dev"], node2["backup_path"]) == ("data0", ["node1", "node4", "node3", "node2"])
+    # node1-node2 out: the route takes data0, three hops
+    route = {"stdout": ROUTE_OK.replace("192.168.100.2", "10.255.0.2").replace("mesh0", "data0")}
+    ping = {"rc": 0, "stdout": PING_OK.replace("ttl=64", "ttl=62")}
+    (res,) = reachability.verify_results([node2], [route], [ping])
+    assert res["ok"] and res["degraded"] and "(node1 -> node4 -> node3 -> node2, via data0)" in res["note"]
+    # node2-node3 out, node1 -> node3 still leaves by data1 (node2 turns it round): its replies cross 4 hops
+    route = {"stdout": ROUTE_OK.replace("192.168.100.2", "10.255.0.3").replace("mesh0", "data1")}
+    ping = {"rc": 0, "stdout": PING_OK.replace("ttl=64", "ttl=61")}
+    (res,) = reachability.verify_results([node3], [route], [ping])
+    assert res["ok"] and res["degraded"] and res["hops"] == 4
+    assert res["note"] == (
+        "node3 node address 10.255.0.3 answers, its replies over 4 hops, not 2: a cable on the route "
+        "(node1 -> node2 -> node3) is out and the ring's transit tables send the pair the long way round"
+    )
+    # without backup routes the same answer is a failure (a ring's pair has one path then)
+    plain = reachability.path_checks(ring_plan("node1", False), 9000)
+    node3 = next(c for c in plain if (c["dst"], c["kind"]) == ("node3", "node"))
+    (res,) = reachability.verify_results([node3], [route], [ping])
+    assert not res["ok"] and "the replies crossed 4 hop(s)" in res["error"]
 
 
 def test_reachability_table() -> None:
