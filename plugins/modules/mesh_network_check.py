@@ -22,8 +22,8 @@ description:
     source rule where the scheme has them), the sysctls (forwarding where other nodes' traffic crosses it;
     C(arp_ignore), C(arp_announce), C(rp_filter) on each fabric port of a node with several; with backup
     routes also loose reverse-path filtering and C(ignore_routes_with_linkdown), in a ring C(accept_local)),
-    C(networkd_dropin) (C(path) and C(content), empty without a ring's transit rules: netplan has no
-    incoming-interface rules), the paths to probe after the apply and in verify.
+    C(networkd_dropin) (C(path) and C(content), empty without a ring's transit rules, which netplan
+    cannot write as it has no incoming-interface rules), the paths to probe after the apply and in verify.
 author:
   - Rdmaops Developers (@rdmaops)
 options:
