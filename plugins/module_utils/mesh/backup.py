@@ -12,10 +12,11 @@ the cable.
 In a ring the backup goes the long way round, and each node on the way must carry it on, not send it back
 along its own shortest route: what arrives from one neighbour is looked up in a table of its own
 (``ring_tables``, a rule by incoming port: ``transit_rules``) that routes the node addresses on to the other
-neighbour, or, while that cable is down, back (METRIC: ``transit_routes``). So a packet whose route crosses the lost cable further on is turned round at
-the cable and goes the other way, past its sender (``accept_local``). netplan has no incoming-interface rules
-(canonical/netplan#543 is open): they are a systemd-networkd drop-in of the node-address bridge's .network
-file (``dropin``); the tables' routes are in the netplan file, on the ports they leave by.
+neighbour, or, while that cable is down, back (METRIC: ``transit_routes``). So a packet whose route crosses
+the lost cable further on is turned round at the cable and goes the other way, past its sender
+(``accept_local``). netplan has no incoming-interface rules (canonical/netplan#543 is open): they are a
+systemd-networkd drop-in of the node-address bridge's .network file (``dropin``); the tables' routes are in
+the netplan file, on the ports they leave by.
 
 Routes that leave by another port than they came in are asymmetric: the data ports get loose reverse-path
 filtering (``rp_filter=2``), and forwarding, on every node of such a mesh.
