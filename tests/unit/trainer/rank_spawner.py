@@ -74,6 +74,10 @@ def _rank(argv: list[str], rank: dict[str, Any]) -> None:
 def launch(request: dict[str, Any]) -> list[int]:
     pids = []
     for rank in request["ranks"]:
+        # the output files exist before the fork: a rank killed (another failed first) before its own open
+        # still leaves them, empty, for the caller to read
+        for path in (rank["out"], rank["err"]):
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         pid = os.fork()
         if pid == 0:
             _rank(request["argv"], rank)
